@@ -1,0 +1,241 @@
+"""The ``causalrag`` command: ingest, ask, draw, methods, demo.
+
+Errors a person can fix print one sentence and exit 1, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import typing
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+import causalrag  # noqa: F401  (sets the offline environment first)
+from causalrag.config import DEMO_COLLECTION
+from causalrag.errors import CausalRAGError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, help="Robust RAG methods as LangGraph graphs.")
+out = Console()
+err = Console(stderr=True, soft_wrap=True)
+
+ModelOpt = Annotated[Optional[str], typer.Option("--model", help="Local model folder, .gguf file or hub id.")]
+CollectionOpt = Annotated[str, typer.Option("--collection", "-c", help="Chroma collection.")]
+ParamOpt = Annotated[list[str], typer.Option("--param", "-p", help="Method parameter NAME=VALUE (repeatable).")]
+
+
+# --------------------------------------------------------------------------- helpers
+def _coerce(method: str, raw: list[str]) -> dict[str, Any]:
+    """``NAME=VALUE`` strings → typed values, using the method's context field types."""
+    from causalrag.graphs.registry import get_method
+
+    context = get_method(method).context
+    hints = typing.get_type_hints(context)
+    values: dict[str, Any] = {}
+    for item in raw:
+        name, sep, text = item.partition("=")
+        if not sep:
+            raise typer.BadParameter(f"{item!r} is not NAME=VALUE.", param_hint="--param")
+        kind = hints.get(name, str)
+        base = next((a for a in typing.get_args(kind) if a is not type(None)), kind) if typing.get_args(kind) else kind
+        if base is bool:
+            values[name] = text.lower() in ("1", "true", "yes", "on")
+        elif base in (int, float):
+            values[name] = base(text)
+        elif typing.get_origin(base) is list:
+            values[name] = [t for t in text.split(",") if t]
+        else:
+            values[name] = text
+    return values
+
+
+def _context(method: str, collection: str, model: str | None, params: list[str], **fixed: Any):
+    from causalrag.graphs.registry import make_context
+    from causalrag.tools.llm import load_llm
+
+    fixed = {k: v for k, v in fixed.items() if v is not None}
+    ctx = make_context(method, collection=collection, **fixed, **_coerce(method, params))
+    if model:
+        ctx.llm = load_llm(model)
+    return ctx
+
+
+def _short(text: str, width: int = 110) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def print_event(event: dict) -> None:
+    """One streamed event as a line (tokens inline)."""
+    kind, stage = event.get("type"), event.get("stage", "")
+    if kind == "token":
+        out.print(event["text"], end="", highlight=False, markup=False)
+        return
+    if kind == "evidence":
+        out.print(f"\n[bold cyan]{stage}[/] evidence ({len(event['documents'])}):")
+        for i, d in enumerate(event["documents"], 1):
+            score = f"{d['score']:.3f}" if isinstance(d.get("score"), (int, float)) else "   - "
+            out.print(f"  {i:>2}. [{score}] [bold]{d.get('title', '')}[/]: {_short(d['text'], 90)}", highlight=False)
+        return
+    if kind == "answer":
+        out.print(f"\n[bold green]{stage} →[/] {event['answer']}", highlight=False)
+        return
+    payload = {k: v for k, v in event.items() if k not in ("type", "stage")}
+    out.print(f"\n[magenta]{stage} {kind}[/]: {_short(json.dumps(payload, default=str), 160)}", highlight=False)
+
+
+def run_graph(method: str, question: str, ctx: Any, *, stream: bool) -> dict:
+    """Invoke (or stream, printing as events arrive) and return the final state."""
+    from causalrag.graphs.registry import build_graph
+
+    graph = build_graph(method)
+    if not stream:
+        return graph.invoke({"question": question}, context=ctx)
+    final: dict = {}
+    for mode, chunk in graph.stream({"question": question}, context=ctx, stream_mode=["updates", "custom", "values"]):
+        if mode == "custom":
+            print_event(chunk)
+        elif mode == "updates":
+            for node, update in chunk.items():
+                spent = next((e for e in (update or {}).get("trace", []) if e.get("node") == node), {})
+                out.print(f"\n[dim]✓ {node} ({spent.get('seconds', 0):.1f}s, {spent.get('llm_calls', 0)} LLM calls)[/]")
+        else:
+            final = chunk
+    out.print()
+    return final
+
+
+def result_json(state: dict) -> dict:
+    from causalrag.nodes.common import doc_json, summarize_trace
+
+    docs = [{k: d[k] for k in ("id", "title", "text", "score")} for d in map(doc_json, state.get("documents", []))]
+    return {"answer": state.get("answer", ""), "documents": docs, "trace": state.get("trace", []), "cost": summarize_trace(state.get("trace", []))}
+
+
+# --------------------------------------------------------------------------- commands
+@app.command()
+def methods() -> None:
+    """List the methods and their parameters."""
+    from causalrag.graphs.registry import methods as registry
+
+    table = Table("method", "what it does", "parameters (defaults)")
+    for m in registry().values():
+        params = ", ".join(f"{k}={v}" for k, v in m.parameters().items() if k not in ("collection", "ids"))
+        table.add_row(m.name, m.summary, params)
+    out.print(table)
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders (.txt, .md, .jsonl with id/title/text).")],
+    collection: CollectionOpt = DEMO_COLLECTION,
+    words: Annotated[int, typer.Option(help="Words per passage.")] = 100,
+) -> None:
+    """Split files into ~100-word passages and add the new ones to a collection."""
+    from causalrag.tools.store import Store
+
+    store = Store(collection)
+    report = store.ingest(paths, words=words)  # logs a warning per skipped file
+    out.print(
+        f"{report.files} files, {report.passages} passages read, {report.added} new → "
+        f"collection {collection!r} now holds {store.count()} passages."
+    )
+    if report.files == 0:
+        raise CausalRAGError("No readable .txt, .md or .jsonl file was found: pass files or folders that hold some.")
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="The question.")],
+    method: Annotated[str, typer.Option("--method", "-m")] = "standard_rag",
+    collection: CollectionOpt = DEMO_COLLECTION,
+    k: Annotated[Optional[int], typer.Option(help="Passages for the answer step.")] = None,
+    retrieval: Annotated[Optional[str], typer.Option(help="dense, bm25 or hybrid.")] = None,
+    stream: Annotated[bool, typer.Option("--stream", help="Print evidence and tokens as they come.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the answer, documents and trace as JSON.")] = False,
+    model: ModelOpt = None,
+    param: ParamOpt = [],  # noqa: B006 - typer reads the default
+) -> None:
+    """Answer a question with a method."""
+    from causalrag.nodes.common import question_of
+
+    question_of({"question": question})
+    ctx = _context(method, collection, model, param, k=k, retrieval=retrieval)
+    state = run_graph(method, question, ctx, stream=stream and not as_json)
+    result = result_json(state)
+    if as_json:
+        print(json.dumps(result, ensure_ascii=False, indent=2, default=str))
+        return
+    if not stream:
+        for i, d in enumerate(result["documents"], 1):
+            out.print(f"  {i}. [bold]{d['title']}[/]: {_short(d['text'], 90)}", highlight=False)
+    cost = result["cost"]
+    out.print(f"[bold green]Answer:[/] {result['answer'] or '(no answer)'}", highlight=False)
+    out.print(f"[dim]{method}: {cost['llm_calls']} LLM calls, {cost['prompt_tokens']} prompt + {cost['new_tokens']} new tokens, {cost['seconds']:.1f}s[/]")
+
+
+@app.command()
+def draw(
+    method: Annotated[str, typer.Argument(help="Method name.")],
+    out_file: Annotated[Path, typer.Option("--out", "-o", help="FILE.png (graphviz) or FILE.mmd (Mermaid text).")],
+) -> None:
+    """Draw a method's graph offline (PNG through pygraphviz, or Mermaid text)."""
+    from causalrag.graphs.registry import build_graph
+
+    graph = build_graph(method).get_graph()
+    if out_file.suffix == ".png":
+        out_file.write_bytes(graph.draw_png())
+    elif out_file.suffix in (".mmd", ".mermaid"):
+        out_file.write_text(graph.draw_mermaid(), encoding="utf-8")
+    else:
+        raise CausalRAGError(f"Cannot draw to {out_file.name!r}: use a file name ending in .png or .mmd.")
+    out.print(f"wrote {out_file}")
+
+
+@app.command()
+def demo(
+    methods_: Annotated[Optional[str], typer.Option("--methods", help="Comma-separated methods (default: all).")] = None,
+    questions: Annotated[int, typer.Option(help="How many demo questions.")] = 3,
+    model: ModelOpt = None,
+) -> None:
+    """Seed the demo collection and answer a few demo questions with every method, streaming evidence."""
+    from causalrag.corpus import demo_questions, open_store
+    from causalrag.graphs.registry import methods as registry
+
+    chosen = methods_.split(",") if methods_ else list(registry())
+    out.print(f"[bold]causalrag demo[/] — methods: {', '.join(chosen)}")
+    started = time.perf_counter()
+    store = open_store(DEMO_COLLECTION)
+    out.print(f"demo collection ready: {store.count()} passages ({time.perf_counter() - started:.1f}s)")
+    picked = [q for q in demo_questions() if q["type"] in ("trap", "conflict", "bridge")][:questions]
+    score: dict[str, int] = {m: 0 for m in chosen}
+    for n, q in enumerate(picked, 1):
+        for method in chosen:
+            out.rule(f"[{n}/{len(picked)}] {method}: {q['question']}  (expected: {q['answers'][0]}; {q['type']})")
+            ctx = _context(method, DEMO_COLLECTION, model, [])
+            ctx.store = store
+            state = run_graph(method, q["question"], ctx, stream=True)
+            ok = any(a.lower() in state.get("answer", "").lower() for a in q["answers"])
+            score[method] += ok
+            out.print(f"{'[green]✓' if ok else '[red]✗'} {method}[/]: {state.get('answer', '')!r}", highlight=False)
+    out.rule("summary")
+    for method, s in score.items():
+        out.print(f"{method:>14}: {s}/{len(picked)} answers contain the expected string")
+    out.print(f"[dim]total {time.perf_counter() - started:.0f}s[/]")
+
+
+def main() -> None:
+    try:
+        app()
+    except CausalRAGError as exc:
+        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,46 @@
+"""Settings read from ``CAUSALRAG_*`` environment variables, with defaults that work offline.
+
+| variable            | meaning                                                             | default                  |
+|---------------------|---------------------------------------------------------------------|--------------------------|
+| CAUSALRAG_HOME      | folder with Chroma collections, BM25/score caches and runs          | ``~/.causalrag``          |
+| CAUSALRAG_CACHE     | model cache (plain copies of de-quantized GGUF models)               | ``~/.cache/causalrag``    |
+| CAUSALRAG_MODEL     | local model folder, ``.gguf`` file or hub id                         | bundled Gemma 3 270M     |
+| CAUSALRAG_DEVICE    | ``cuda``, ``mps`` or ``cpu``                                         | best available           |
+| CAUSALRAG_EMBEDDINGS| sentence-transformers model folder                                   | bundled all-MiniLM-L6-v2 |
+| CAUSALRAG_CHROMA_URL| ``http://host:port`` of a Chroma server (client/server mode)         | embedded PersistentClient|
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEMO_COLLECTION = "demo"
+
+
+def _env_path(name: str, default: str) -> Path:
+    return Path(os.environ.get(name) or default).expanduser()
+
+
+@dataclass(frozen=True)
+class Settings:
+    home: Path = field(default_factory=lambda: _env_path("CAUSALRAG_HOME", "~/.causalrag"))
+    cache: Path = field(default_factory=lambda: _env_path("CAUSALRAG_CACHE", "~/.cache/causalrag"))
+    model: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_MODEL") or None)
+    device: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_DEVICE") or None)
+    embeddings: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_EMBEDDINGS") or None)
+    chroma_url: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_CHROMA_URL") or None)
+
+    @property
+    def chroma_dir(self) -> Path:
+        return self.home / "chroma"
+
+    @property
+    def model_cache(self) -> Path:
+        return self.cache / "models"
+
+
+def settings() -> Settings:
+    """Current settings (read from the environment on every call, so tests can monkeypatch it)."""
+    return Settings()

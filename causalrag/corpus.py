@@ -1,0 +1,49 @@
+"""The bundled corpus: 20 HotpotQA dev questions with their paragraphs, plus handwritten demo questions.
+
+``open_store("demo")`` seeds the demo collection on first use (idempotent: passage ids are content
+hashes), so ``causalrag ask`` works on a fresh machine without a separate ingest step.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib.resources import files
+from pathlib import Path
+
+from causalrag.config import DEMO_COLLECTION
+from causalrag.tools.store import Passage, Store
+
+DATA = Path(str(files("causalrag") / "data"))
+HOTPOTQA = DATA / "hotpotqa-dev-distractor-20.json"
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def demo_questions() -> list[dict]:
+    """Handwritten questions: ``id, question, answers, type (trap|conflict|bridge|injection|simple), gold_titles, why``."""
+    return _jsonl(DATA / "demo_questions.jsonl")
+
+
+def hotpotqa_questions() -> list[dict]:
+    """The 20 bundled HotpotQA dev questions in the official JSON format."""
+    return json.loads(HOTPOTQA.read_text(encoding="utf-8"))
+
+
+def demo_passages() -> list[Passage]:
+    """Handwritten passages and every HotpotQA paragraph (whole, title kept), without duplicates."""
+    rows = [Passage(r["title"], r["text"], "demo_passages.jsonl") for r in _jsonl(DATA / "demo_passages.jsonl")]
+    for q in hotpotqa_questions():
+        rows += [Passage(title, " ".join(s.strip() for s in sentences), HOTPOTQA.name) for title, sentences in q["context"]]
+    return list({p.id: p for p in rows}.values())
+
+
+def open_store(collection: str = DEMO_COLLECTION, **kwargs) -> Store:
+    """A store for ``collection``; the demo collection is filled from the bundled corpus when needed."""
+    store = Store(collection, **kwargs)
+    if collection == DEMO_COLLECTION:
+        passages = demo_passages()
+        if store.count() < len(passages):
+            store.add(passages, progress=True)
+    return store

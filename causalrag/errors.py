@@ -1,0 +1,55 @@
+"""Errors a person can act on: each message is one sentence that names the fix."""
+
+
+class CausalRAGError(Exception):
+    """Base class; the CLI prints the message (no traceback) and exits non-zero."""
+
+
+class EmptyQuestionError(CausalRAGError, ValueError):
+    def __init__(self) -> None:
+        super().__init__("The question is empty: pass a question with some words in it.")
+
+
+class UnknownMethodError(CausalRAGError, KeyError):
+    def __init__(self, name: str, known: list[str]) -> None:
+        super().__init__(f"Unknown method {name!r}: choose one of {', '.join(known)} (see `causalrag methods`).")
+
+    def __str__(self) -> str:  # KeyError would otherwise quote the message
+        return self.args[0]
+
+
+class UnknownParameterError(CausalRAGError, TypeError):
+    def __init__(self, method: str, names: list[str], known: list[str]) -> None:
+        super().__init__(
+            f"Method {method!r} has no parameter {', '.join(map(repr, names))}: use one of {', '.join(known)}."
+        )
+
+
+class CollectionNotFoundError(CausalRAGError, LookupError):
+    def __init__(self, name: str, where: str) -> None:
+        super().__init__(
+            f"Collection {name!r} does not exist in {where}: run `causalrag ingest PATH --collection {name}` first."
+        )
+
+
+class EmptyCollectionError(CausalRAGError, LookupError):
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"Collection {name!r} holds no passages: run `causalrag ingest PATH --collection {name}` with some text files."
+        )
+
+
+class ModelNotFoundError(CausalRAGError, FileNotFoundError):
+    def __init__(self, spec: str, reason: str = "") -> None:
+        detail = f" ({reason})" if reason else ""
+        super().__init__(
+            f"Model {spec!r} could not be loaded{detail}: pass a local model folder or .gguf file with "
+            "--model / CAUSALRAG_MODEL, or unset it to use the bundled Gemma 3 270M."
+        )
+
+
+class ScoringUnavailableError(CausalRAGError, NotImplementedError):
+    def __init__(self, backend: str, what: str) -> None:
+        super().__init__(
+            f"The {backend} backend cannot compute {what}: use a local model (the default) or a server that returns token log-probabilities."
+        )

@@ -1,0 +1,1 @@
+"""One graph builder per method (``graphs/<name>.py``) and the registry that finds them."""

@@ -1,0 +1,84 @@
+"""The method registry: every module in ``causalrag.graphs`` that defines ``METHOD`` is a method.
+
+A new method needs no edit here: add ``graphs/<name>.py`` with ``build()`` and
+``METHOD = Method(...)``, and ``build_graph``, the CLI, LangGraph Studio and the evaluation
+harness pick it up.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from langgraph.graph import StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from causalrag.errors import UnknownMethodError, UnknownParameterError
+from causalrag.nodes.common import DEFAULT_CONTEXT_KEY
+from causalrag.state.base import RAGContext
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    build: Callable[[], StateGraph]
+    """Returns the uncompiled graph (nodes and edges in the paper's order)."""
+    context: type[RAGContext]
+    """Dependencies and tunables, with the paper's defaults."""
+    summary: str
+    baseline: bool = False
+    paper: str | None = None
+
+    def parameters(self) -> dict[str, Any]:
+        """Tunable fields and their defaults (``llm`` and ``store`` are dependencies, not parameters)."""
+        return {
+            f.name: (f.default if f.default is not dataclasses.MISSING else f.default_factory())
+            for f in dataclasses.fields(self.context)
+            if f.name not in ("llm", "store")
+        }
+
+
+@cache
+def methods() -> dict[str, Method]:
+    """All methods, baselines first, then by name."""
+    import causalrag.graphs as package
+
+    found = []
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        if isinstance(getattr(module, "METHOD", None), Method):
+            found.append(module.METHOD)
+    return {m.name: m for m in sorted(found, key=lambda m: (not m.baseline, m.name))}
+
+
+def get_method(name: str) -> Method:
+    registry = methods()
+    if name not in registry:
+        raise UnknownMethodError(name, list(registry))
+    return registry[name]
+
+
+def make_context(name: str, **params: Any) -> RAGContext:
+    """The method's context with ``params`` over the paper's defaults; unknown names are an error."""
+    method = get_method(name)
+    known = {f.name for f in dataclasses.fields(method.context)}
+    unknown = sorted(set(params) - known)
+    if unknown:
+        raise UnknownParameterError(name, unknown, sorted(known))
+    return method.context(**params)
+
+
+def build_graph(name: str, *, checkpointer: Any = None, **params: Any) -> CompiledStateGraph:
+    """Compile method ``name``; ``params`` (and ``llm=``, ``store=``) become its default context.
+
+    A ``context=`` passed to ``invoke``/``stream`` replaces these defaults for that run
+    (a dict is read as the method's context dataclass, so ``context={"k": 3}`` works too).
+    """
+    defaults = make_context(name, **params)
+    graph = get_method(name).build().compile(checkpointer=checkpointer, name=name)
+    return graph.with_config(configurable={DEFAULT_CONTEXT_KEY: defaults})

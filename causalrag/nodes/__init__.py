@@ -1,0 +1,1 @@
+"""Node functions, one module per method plus ``common`` (shared nodes and helpers)."""

@@ -1,0 +1,129 @@
+"""Shared nodes (retrieve, answer) and the helpers every node uses.
+
+* :func:`traced` wraps a node so its ``trace`` entry records seconds and LLM usage (and any
+  scores the node adds as ``{"trace": [{...}]}``);
+* :func:`context` resolves ``runtime.context`` (or the defaults bound by ``build_graph``);
+* :func:`emit_evidence` / :func:`emit` stream small typed events to ``stream_mode="custom"``.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from langchain_core.documents import Document
+from langgraph.config import get_config
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+
+from causalrag.errors import CausalRAGError, EmptyQuestionError
+from causalrag.prompts.common import ANSWER_STOP, answer_prompt
+from causalrag.state.base import RAGContext, RAGState
+from causalrag.tools.llm import metered
+from causalrag.tools.parsing import clean_answer
+
+C = TypeVar("C", bound=RAGContext)
+DEFAULT_CONTEXT_KEY = "causalrag_context"
+
+
+def context(runtime: Runtime[C]) -> C:
+    """The run's context: the one passed to ``invoke``/``stream``, else the one ``build_graph`` bound."""
+    if runtime.context is not None:
+        return runtime.context
+    bound = get_config().get("configurable", {}).get(DEFAULT_CONTEXT_KEY)
+    if bound is None:
+        raise CausalRAGError(
+            "This graph has no context: build it with causalrag.build_graph(name) or pass context=... to invoke."
+        )
+    return bound
+
+
+def question_of(state: RAGState) -> str:
+    question = " ".join(str(state.get("question") or "").split())
+    if not question:
+        raise EmptyQuestionError()
+    return question
+
+
+def doc_json(doc: Document) -> dict:
+    """A document as plain JSON: id, title, text, score and any other scalar metadata."""
+    extra = {k: v for k, v in doc.metadata.items() if isinstance(v, (int, float, str, bool)) and k not in ("title", "score")}
+    return {"id": doc.id, "title": doc.metadata.get("title", ""), "text": doc.page_content, "score": doc.metadata.get("score"), **extra}
+
+
+def emit(runtime: Runtime, event_type: str, stage: str, **payload: Any) -> None:
+    """Stream ``{"type", "stage", ...}`` to ``stream_mode="custom"`` (a no-op when nobody listens)."""
+    runtime.stream_writer({"type": event_type, "stage": stage, **payload})
+
+
+def emit_evidence(runtime: Runtime, stage: str, documents: Sequence[Document], **payload: Any) -> None:
+    emit(runtime, "evidence", stage, documents=[doc_json(d) for d in documents], **payload)
+
+
+def traced(node: Callable[[Any, Runtime], Any]) -> Callable[[Any, Runtime], Any]:
+    """Record the node's wall time and LLM usage as one ``trace`` entry."""
+
+    @functools.wraps(node)
+    def wrapper(state: Any, runtime: Runtime) -> Any:
+        start = time.perf_counter()
+        with metered() as usage:
+            result = node(state, runtime)
+        entry = {
+            "node": get_config().get("metadata", {}).get("langgraph_node", node.__name__),
+            "seconds": round(time.perf_counter() - start, 4),
+            "llm_calls": usage.calls,
+            "prompt_tokens": usage.prompt_tokens,
+            "new_tokens": usage.new_tokens,
+            "forward_passes": usage.forward_passes,
+        }
+        update = result.update if isinstance(result, Command) else result
+        update = dict(update or {})
+        for extra in update.pop("trace", []):
+            entry.update(extra)
+        update["trace"] = [entry]
+        if isinstance(result, Command):
+            return Command(update=update, goto=result.goto, graph=result.graph, resume=result.resume)
+        return update
+
+    return wrapper
+
+
+def summarize_trace(trace: Sequence[dict]) -> dict:
+    """Totals over a run's trace: seconds, LLM calls, prompt/new tokens, forward passes."""
+    keys = ("seconds", "llm_calls", "prompt_tokens", "new_tokens", "forward_passes")
+    totals = {k: sum(e.get(k, 0) for e in trace) for k in keys}
+    totals["seconds"] = round(totals["seconds"], 3)
+    return totals
+
+
+def stream_text(runtime: Runtime, llm: Any, prompt: str, *, stage: str, max_new_tokens: int, stop: Sequence[str]) -> str:
+    """Generate one completion, streaming each piece as a ``token`` event."""
+    pieces = []
+    for piece in llm.stream(prompt, max_new_tokens=max_new_tokens, stop=stop):
+        pieces.append(piece)
+        emit(runtime, "token", stage, text=piece)
+    return "".join(pieces)
+
+
+# --------------------------------------------------------------------------- shared nodes
+@traced
+def retrieve(state: RAGState, runtime: Runtime[RAGContext]) -> dict:
+    """Top-k passages for the question (dense, BM25 or hybrid, as the context says)."""
+    ctx = context(runtime)
+    docs = ctx.get_store().retrieve(question_of(state), ctx.k, mode=ctx.retrieval, ids=ctx.ids)
+    emit_evidence(runtime, "retrieve", docs)
+    return {"documents": docs}
+
+
+@traced
+def answer(state: RAGState, runtime: Runtime[RAGContext]) -> dict:
+    """Short answer from the top-k ``documents`` (closed book when there are none), streamed token by token."""
+    ctx = context(runtime)
+    used = list(state.get("documents") or [])[: ctx.k]
+    prompt = answer_prompt(question_of(state), used)
+    text = stream_text(runtime, ctx.get_llm(), prompt, stage="answer", max_new_tokens=ctx.max_new_tokens, stop=ANSWER_STOP)
+    final = clean_answer(text)
+    emit(runtime, "answer", "answer", answer=final)
+    return {"answer": final, "documents": used}

@@ -1,0 +1,1 @@
+"""Prompt templates as data, one module per method (our own words; each cites the paper's section)."""

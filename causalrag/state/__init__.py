@@ -1,0 +1,1 @@
+"""Typed state and context schemas: ``base`` plus one module per method."""

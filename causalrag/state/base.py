@@ -1,0 +1,67 @@
+"""State and context shared by every graph.
+
+Every graph takes ``{"question": ...}`` and ends with ``answer``, ``documents`` (the evidence the
+answer used) and ``trace`` (one entry per node run: seconds, LLM calls and tokens, plus the
+method's own scores). Dependencies and tunables reach nodes as ``runtime.context``: a dataclass
+per method that extends :class:`RAGContext`.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, TypedDict
+
+from langchain_core.documents import Document
+
+from causalrag.config import DEMO_COLLECTION
+
+
+class InputState(TypedDict):
+    question: str
+
+
+class OutputState(TypedDict):
+    answer: str
+    documents: list[Document]
+    trace: Annotated[list[dict], operator.add]
+
+
+class RAGState(InputState, OutputState):
+    """Base graph state; methods subclass it with their intermediate evidence."""
+
+
+@dataclass(kw_only=True)
+class RAGContext:
+    """What every graph reads from ``runtime.context``.
+
+    ``llm`` and ``store`` default to the process-wide model (``CAUSALRAG_MODEL`` or the bundled
+    Gemma 3 270M) and the ``collection`` store; pass your own objects to swap them.
+    """
+
+    llm: Any = None
+    """An LLM tool (``causalrag.tools.llm.LLM``); None → the process-wide default model."""
+    store: Any = None
+    """A ``causalrag.tools.store.Store``; None → ``collection`` (the demo collection is seeded on first use)."""
+    collection: str = DEMO_COLLECTION
+    k: int = 5
+    """Passages given to the final answer step (top-k)."""
+    retrieval: Literal["dense", "bm25", "hybrid"] = "dense"
+    ids: list[str] | None = None
+    """Restrict retrieval to these passage ids (e.g. one question's own paragraphs)."""
+    max_new_tokens: int = 24
+    """Token budget of the final short answer."""
+
+    def get_llm(self):
+        if self.llm is None:
+            from causalrag.tools.llm import default_llm
+
+            self.llm = default_llm()
+        return self.llm
+
+    def get_store(self):
+        if self.store is None:
+            from causalrag.corpus import open_store
+
+            self.store = open_store(self.collection)
+        return self.store

@@ -1,0 +1,337 @@
+"""Passage store: Chroma (through ``langchain-chroma``) for dense search, BM25 over the same passages.
+
+* Embedded by default (``PersistentClient`` in ``$CAUSALRAG_HOME/chroma``), a Chroma server when a
+  URL is given (``HttpClient``), or in memory (``Store.in_memory``) for per-question pools.
+* Passage ids are content hashes, so ingesting the same text twice adds nothing.
+* ``retrieve`` returns LangChain ``Document`` objects with ``id`` and ``metadata["score"]``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+
+from causalrag.config import settings
+from causalrag.errors import CausalRAGError, CollectionNotFoundError, EmptyCollectionError
+
+log = logging.getLogger(__name__)
+
+Mode = Literal["dense", "bm25", "hybrid"]
+TEXT_SUFFIXES = {".txt", ".md"}
+PASSAGE_SUFFIXES = TEXT_SUFFIXES | {".jsonl"}
+_VALID_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]")  # Chroma's rule
+_RRF_K = 60  # reciprocal-rank-fusion constant (Cormack et al., 2009)
+
+
+@dataclass(frozen=True)
+class Passage:
+    title: str
+    text: str
+    source: str = ""
+
+    @property
+    def id(self) -> str:
+        """Content hash of title and text: the same passage always gets the same id."""
+        return hashlib.sha1(f"{self.title}\n{self.text}".encode()).hexdigest()[:16]
+
+    def to_document(self, score: float | None = None) -> Document:
+        meta = {"title": self.title, "source": self.source}
+        if score is not None:
+            meta["score"] = float(score)
+        return Document(id=self.id, page_content=self.text, metadata=meta)
+
+
+@dataclass
+class IngestReport:
+    files: int = 0
+    passages: int = 0
+    added: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- reading files
+def split_words(text: str, words: int = 100) -> list[str]:
+    """~``words``-word passages (the papers' 100-word DPR-style chunks), split at paragraph/sentence ends."""
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    splitter = RecursiveCharacterTextSplitter(
+        chunk_size=words,
+        chunk_overlap=0,
+        length_function=lambda s: len(s.split()),
+        separators=["\n\n", "\n", ". ", "; ", " "],
+    )
+    return [" ".join(chunk.split()) for chunk in splitter.split_text(text) if chunk.strip()]
+
+
+def _read_file(path: Path, words: int) -> list[Passage]:
+    raw = path.read_bytes().decode("utf-8")  # UnicodeDecodeError → caller skips the file
+    if path.suffix == ".jsonl":
+        passages = []
+        for n, line in enumerate(raw.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                title, text = str(row.get("title", "")), str(row["text"])
+            except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+                raise ValueError(f"line {n} is not a JSON object with a 'text' field") from exc
+            passages += [Passage(title, chunk, str(path)) for chunk in split_words(text, words)]
+        return passages
+    title = path.stem.replace("_", " ")
+    return [Passage(title, chunk, str(path)) for chunk in split_words(raw, words)]
+
+
+def read_passages(paths: Iterable[str | Path], words: int = 100) -> tuple[list[Passage], IngestReport]:
+    """Passages from ``.txt``/``.md``/``.jsonl`` files or folders; unreadable files are skipped with a reason."""
+    report = IngestReport()
+    passages: list[Passage] = []
+    for root in map(Path, paths):
+        if not root.exists():
+            report.skipped.append((str(root), "no such file or folder"))
+            continue
+        files = sorted(p for p in root.rglob("*") if p.suffix in PASSAGE_SUFFIXES) if root.is_dir() else [root]
+        for path in files:
+            try:
+                found = _read_file(path, words)
+            except UnicodeDecodeError:
+                report.skipped.append((str(path), "not UTF-8 text"))
+            except (OSError, ValueError) as exc:
+                report.skipped.append((str(path), str(exc) or type(exc).__name__))
+            else:
+                report.files += 1
+                passages += found
+    for path, reason in report.skipped:
+        log.warning("Skipped %s: %s.", path, reason)
+    report.passages = len(passages)
+    return passages, report
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-cased word tokens for BM25."""
+    return re.findall(r"\w+", text.lower())
+
+
+# --------------------------------------------------------------------------- the store
+@lru_cache(maxsize=8)
+def _client(kind: str, where: str):
+    import chromadb
+
+    if kind == "http":
+        from urllib.parse import urlparse
+
+        url = urlparse(where)
+        return chromadb.HttpClient(host=url.hostname or "localhost", port=url.port or 8000, ssl=url.scheme == "https")
+    if kind == "memory":
+        return chromadb.EphemeralClient()
+    Path(where).mkdir(parents=True, exist_ok=True)
+    return chromadb.PersistentClient(path=where)
+
+
+class Store:
+    """One Chroma collection of passages, with dense, BM25 and hybrid retrieval."""
+
+    def __init__(
+        self,
+        collection: str,
+        *,
+        path: str | Path | None = None,
+        url: str | None = None,
+        embeddings: Embeddings | None = None,
+        memory: bool = False,
+    ) -> None:
+        if not _VALID_NAME.fullmatch(collection):
+            raise CausalRAGError(
+                f"Collection name {collection!r} is not valid: use 3-512 letters, digits, dots, dashes or "
+                "underscores, starting and ending with a letter or digit."
+            )
+        s = settings()
+        url = url or (None if path or memory else s.chroma_url)
+        if memory:
+            self.kind, self.where = "memory", "memory"
+        elif url:
+            self.kind, self.where = "http", url
+        else:
+            self.kind, self.where = "persistent", str(Path(path or s.chroma_dir).expanduser())
+        self.collection = collection
+        self._embeddings = embeddings
+        self._vectorstore = None
+        self._bm25: tuple[int, object, list[Passage]] | None = None
+
+    @classmethod
+    def in_memory(cls, passages: Sequence[Passage] = (), *, embeddings: Embeddings | None = None) -> Store:
+        """A throw-away collection (e.g. one question's own paragraphs in the distractor setting)."""
+        store = cls(f"tmp-{uuid.uuid4().hex[:12]}", memory=True, embeddings=embeddings)
+        if passages:
+            store.add(passages)
+        return store
+
+    # ---- plumbing
+    @property
+    def embeddings(self) -> Embeddings:
+        if self._embeddings is None:
+            from causalrag.tools.encoders import default_embeddings
+
+            self._embeddings = default_embeddings()
+        return self._embeddings
+
+    @property
+    def client(self):
+        return _client(self.kind, self.where)
+
+    def exists(self) -> bool:
+        return self.collection in {c if isinstance(c, str) else c.name for c in self.client.list_collections()}
+
+    @property
+    def vectorstore(self):
+        """The ``langchain_chroma.Chroma`` vector store (e.g. ``store.vectorstore.as_retriever()``)."""
+        if self._vectorstore is None:
+            from langchain_chroma import Chroma
+
+            self._vectorstore = Chroma(
+                collection_name=self.collection,
+                embedding_function=self.embeddings,
+                client=self.client,
+                collection_metadata={"hnsw:space": "cosine"},
+            )
+        return self._vectorstore
+
+    def _collection(self, *, create: bool = False):
+        if not create and not self.exists():
+            where = self.where if self.kind != "persistent" else f"{self.where} (CAUSALRAG_HOME)"
+            raise CollectionNotFoundError(self.collection, where)
+        # langchain-chroma has no public call for precomputed embeddings or id-filtered queries
+        return self.vectorstore._collection
+
+    def count(self) -> int:
+        return self._collection().count() if self.exists() else 0
+
+    # ---- writing
+    def add(self, passages: Sequence[Passage], *, progress: bool = False, batch_size: int = 128) -> int:
+        """Upsert passages not already present (by content id); returns how many were new."""
+        collection = self._collection(create=True)
+        unique = list({p.id: p for p in passages}.values())
+        new: list[Passage] = []
+        for start in range(0, len(unique), 1000):
+            chunk = unique[start : start + 1000]
+            have = set(collection.get(ids=[p.id for p in chunk], include=[])["ids"])
+            new += [p for p in chunk if p.id not in have]
+        batches = range(0, len(new), batch_size)
+        if progress and new:
+            from tqdm.auto import tqdm
+
+            batches = tqdm(batches, desc=f"ingest → {self.collection}", unit="batch")
+        for start in batches:
+            batch = new[start : start + batch_size]
+            vectors = self.embeddings.embed_documents([f"{p.title}\n{p.text}" if p.title else p.text for p in batch])
+            collection.upsert(
+                ids=[p.id for p in batch],
+                embeddings=vectors,
+                documents=[p.text for p in batch],
+                metadatas=[{"title": p.title, "source": p.source} for p in batch],
+            )
+        if new:
+            self._bm25 = None
+        return len(new)
+
+    def ingest(self, paths: Iterable[str | Path], *, words: int = 100, progress: bool = True) -> IngestReport:
+        """Read files/folders, split into ~``words``-word passages, add the new ones."""
+        passages, report = read_passages(paths, words)
+        report.added = self.add(passages, progress=progress)
+        return report
+
+    # ---- reading
+    def _require_passages(self) -> None:
+        if self.count() == 0:
+            self._collection()  # a missing collection raises CollectionNotFoundError first
+            raise EmptyCollectionError(self.collection)
+
+    def get(self, ids: Sequence[str]) -> list[Document]:
+        got = self._collection().get(ids=list(ids), include=["documents", "metadatas"])
+        by_id = {
+            i: Document(id=i, page_content=d, metadata=dict(m or {}))
+            for i, d, m in zip(got["ids"], got["documents"], got["metadatas"])
+        }
+        return [by_id[i] for i in ids if i in by_id]
+
+    def passages(self) -> list[Passage]:
+        got = self._collection().get(include=["documents", "metadatas"])
+        return [
+            Passage((m or {}).get("title", ""), d, (m or {}).get("source", ""))
+            for d, m in zip(got["documents"], got["metadatas"])
+        ]
+
+    def _dense(self, query: str, k: int, ids: Sequence[str] | None) -> list[Document]:
+        collection = self._collection()
+        n = min(k, len(ids) if ids is not None else collection.count())
+        if n <= 0:
+            return []
+        res = collection.query(
+            query_embeddings=[self.embeddings.embed_query(query)],
+            n_results=n,
+            ids=list(ids) if ids is not None else None,
+            include=["documents", "metadatas", "distances"],
+        )
+        return [
+            Document(id=i, page_content=d, metadata={**(m or {}), "score": 1.0 - float(dist)})
+            for i, d, m, dist in zip(res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0])
+        ]
+
+    def _bm25_index(self, ids: Sequence[str] | None):
+        from rank_bm25 import BM25Okapi
+
+        if ids is not None:  # a sub-pool (e.g. one question's paragraphs) gets its own statistics
+            docs = self.get(ids)
+            pool = [Passage(d.metadata.get("title", ""), d.page_content, d.metadata.get("source", "")) for d in docs]
+            return BM25Okapi([tokenize(f"{p.title} {p.text}") for p in pool]), pool
+        count = self.count()
+        if self._bm25 is None or self._bm25[0] != count:
+            pool = self.passages()
+            self._bm25 = (count, BM25Okapi([tokenize(f"{p.title} {p.text}") for p in pool]), pool)
+        return self._bm25[1], self._bm25[2]
+
+    def _bm25_search(self, query: str, k: int, ids: Sequence[str] | None) -> list[Document]:
+        index, pool = self._bm25_index(ids)
+        if not pool:
+            return []
+        scores = np.asarray(index.get_scores(tokenize(query)))
+        top = np.argsort(-scores, kind="stable")[:k]
+        return [pool[i].to_document(scores[i]) for i in top]
+
+    def retrieve(
+        self, query: str, k: int = 5, *, mode: Mode = "dense", ids: Sequence[str] | None = None
+    ) -> list[Document]:
+        """Top-``k`` passages for ``query``, best first; ``ids`` restricts the search to those passages.
+
+        ``hybrid`` fuses the dense and BM25 rankings (top 4k of each) by reciprocal rank.
+        """
+        self._require_passages()
+        if mode == "dense":
+            docs = self._dense(query, k, ids)
+        elif mode == "bm25":
+            docs = self._bm25_search(query, k, ids)
+        elif mode == "hybrid":
+            fused: dict[str, float] = {}
+            first: dict[str, Document] = {}
+            for ranking in (self._dense(query, 4 * k, ids), self._bm25_search(query, 4 * k, ids)):
+                for rank, doc in enumerate(ranking):
+                    fused[doc.id] = fused.get(doc.id, 0.0) + 1.0 / (_RRF_K + rank + 1)
+                    first.setdefault(doc.id, doc)
+            best = sorted(fused, key=fused.get, reverse=True)[:k]
+            docs = [Document(id=i, page_content=first[i].page_content, metadata={**first[i].metadata, "score": fused[i]}) for i in best]
+        else:
+            raise ValueError(f"Unknown retrieval mode {mode!r}: use dense, bm25 or hybrid.")
+        for d in docs:
+            d.metadata["retrieval"] = mode
+        return docs

@@ -1,0 +1,78 @@
+"""A deterministic fake LLM for unit tests of graph logic (routing, thresholds, loops, parsing)."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable, Iterator, Sequence
+
+from causalrag.tools.llm import Usage, record, truncate_at_stop
+
+Reply = str | list[str] | Callable[[str], str]
+
+
+class FakeLLM:
+    """Replies by rules on the prompt text; records every prompt for assertions.
+
+    ``replies`` maps a substring (or regex, with ``regex=True``) of the prompt to a reply: a
+    string, a list (successive calls/samples cycle through it) or a function of the prompt.
+    The first matching rule wins; ``default`` answers the rest. ``logprob`` and ``yes`` are
+    functions of (prefix, continuation) and of the prompt.
+    """
+
+    name = "fake"
+
+    def __init__(
+        self,
+        replies: dict[str, Reply] | None = None,
+        *,
+        default: Reply = "unknown",
+        logprob: Callable[[str, str], float] | None = None,
+        yes: Callable[[str], float] | None = None,
+        regex: bool = False,
+    ) -> None:
+        self.rules = list((replies or {}).items())
+        self.default = default
+        self._logprob = logprob or (lambda prefix, cont: -float(len(cont.split())))
+        self._yes = yes or (lambda prompt: 0.5)
+        self.regex = regex
+        self.prompts: list[str] = []
+        self.scored: list[tuple[str, str]] = []
+        self.usage = Usage()
+        self._cycles: dict[int, Iterator[str]] = {}
+
+    def _reply(self, prompt: str) -> str:
+        for key, reply in self.rules:
+            if (re.search(key, prompt) if self.regex else key in prompt):
+                break
+        else:
+            reply = self.default
+        if callable(reply):
+            return reply(prompt)
+        if isinstance(reply, list):
+            cycle = self._cycles.setdefault(id(reply), itertools.cycle(reply))
+            return next(cycle)
+        return reply
+
+    def generate(self, prompts: Sequence[str], *, max_new_tokens: int = 64, temperature: float = 0.0,
+                 n: int = 1, stop: Sequence[str] | None = None, seed: int | None = None) -> list[list[str]]:
+        self.prompts += list(prompts)
+        record(self.usage, Usage(calls=len(prompts) * n, forward_passes=1))
+        return [[truncate_at_stop(self._reply(p), stop) for _ in range(n)] for p in prompts]
+
+    def stream(self, prompt: str, *, max_new_tokens: int = 64, stop: Sequence[str] | None = None) -> Iterator[str]:
+        text = self.generate([prompt], stop=stop)[0][0]
+        yield from re.findall(r"\s*\S+", text) or [text]
+
+    def logprob(self, prefixes: Sequence[str], continuations: Sequence[str], *, reduce: str = "sum") -> list[float]:
+        self.scored += list(zip(prefixes, continuations))
+        record(self.usage, Usage(calls=len(prefixes), forward_passes=1))
+        values = [self._logprob(p, c) for p, c in zip(prefixes, continuations)]
+        if reduce == "mean":
+            values = [v / max(1, len(c.split())) for v, c in zip(values, continuations)]
+        return values
+
+    def yes_probability(self, prompts: Sequence[str]) -> list[float]:
+        self.prompts += list(prompts)
+        record(self.usage, Usage(calls=len(prompts), forward_passes=1))
+        return [self._yes(p) for p in prompts]

@@ -1,0 +1,85 @@
+"""The transformers LLM tool with the real bundled model (loaded once per session)."""
+
+import math
+
+import pytest
+
+from causalrag.errors import ModelNotFoundError
+from causalrag.tools.llm import TransformersLLM, Usage, metered, truncate_at_stop
+
+PASSAGE = "Passage: The Eiffel Tower was completed in 1889 for the World's Fair.\nQuestion: When was the Eiffel Tower completed?\nAnswer:"
+
+
+def test_truncate_at_stop():
+    assert truncate_at_stop("Paris\nQuestion: x", ["\n"]) == "Paris"
+    assert truncate_at_stop("a STOP b END", ["END", "STOP"]) == "a "
+    assert truncate_at_stop("abc", None) == "abc"
+
+
+def test_metered_nests_and_counts_only_inside():
+    from causalrag.tools.llm import record
+
+    total = Usage()
+    with metered() as outer:
+        record(total, Usage(calls=1))
+        with metered() as inner:
+            record(total, Usage(calls=2, new_tokens=5))
+    record(total, Usage(calls=4))
+    assert (outer.calls, inner.calls, inner.new_tokens, total.calls) == (3, 2, 5, 7)
+
+
+def test_missing_model_path_is_a_clear_error(tmp_path):
+    with pytest.raises(ModelNotFoundError, match="--model"):
+        TransformersLLM(str(tmp_path / "nothing.gguf"))
+    with pytest.raises(ModelNotFoundError, match="CAUSALRAG_MODEL"):
+        TransformersLLM("./no/such/folder")
+
+
+@pytest.mark.slow
+def test_batched_generation_equals_single_calls(real_llm):
+    prompts = [PASSAGE, "Question: What is the capital of France?\nAnswer:", "Question: 2 + 2 =\nAnswer:"]
+    batched = real_llm.generate(prompts, max_new_tokens=14, stop=["\n"])
+    single = [real_llm.generate([p], max_new_tokens=14, stop=["\n"])[0] for p in prompts]
+    assert batched == single
+    assert "1889" in batched[0][0]
+    assert all("\n" not in out[0] for out in batched)
+
+
+@pytest.mark.slow
+def test_samples_and_counters(real_llm):
+    with metered() as usage:
+        out = real_llm.generate([PASSAGE, PASSAGE], max_new_tokens=6, temperature=1.0, n=3, seed=7)
+    assert [len(o) for o in out] == [3, 3]
+    assert usage.calls == 6 and usage.prompt_tokens > 0 and 0 < usage.new_tokens <= 36
+    again = real_llm.generate([PASSAGE, PASSAGE], max_new_tokens=6, temperature=1.0, n=3, seed=7)
+    assert again == out  # seeded sampling is reproducible
+    greedy = real_llm.generate([PASSAGE], max_new_tokens=6, n=2)
+    assert greedy[0][0] == greedy[0][1]
+
+
+@pytest.mark.slow
+def test_stream_yields_the_greedy_completion(real_llm):
+    pieces = list(real_llm.stream(PASSAGE, max_new_tokens=12, stop=["\n"]))
+    assert len(pieces) > 1
+    assert "".join(pieces) == real_llm.generate([PASSAGE], max_new_tokens=12, stop=["\n"])[0][0]
+
+
+@pytest.mark.slow
+def test_logprob_shared_prefix_matches_full_pass_and_ranks_sensibly(real_llm):
+    prefix = "Question: When was the Eiffel Tower completed?\nAnswer:"
+    conts = [" The Eiffel Tower was completed in 1889.", " Bananas are a yellow fruit.", " 1889"]
+    shared = real_llm.logprob([prefix] * 3, conts)  # one prefix, three continuations: KV-cache path
+    full = [real_llm.logprob([prefix], [c])[0] for c in conts]  # one at a time: full path
+    assert all(math.isclose(a, b, abs_tol=1e-3) for a, b in zip(shared, full))
+    assert shared[0] > shared[1]
+    mean = real_llm.logprob([prefix] * 3, conts, reduce="mean")
+    assert mean[2] == pytest.approx(shared[2] / len(real_llm.token_logprobs([prefix], [conts[2]])[0]))
+    assert real_llm.logprob([prefix], [""]) == [0.0]
+    unconditional = real_llm.logprob(["", ""], conts[:2])
+    assert all(u < 0 for u in unconditional)
+
+
+@pytest.mark.slow
+def test_yes_probability_is_a_probability(real_llm):
+    probs = real_llm.yes_probability(["Is Paris in France? Answer yes or no.\nAnswer:", "Is the sky green?\nAnswer:"])
+    assert all(0.0 < p < 1.0 for p in probs)

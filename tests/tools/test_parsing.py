@@ -1,0 +1,68 @@
+import pytest
+
+from causalrag.tools.parsing import (
+    between,
+    clean_answer,
+    generate_parsed,
+    parse_float,
+    parse_json_object,
+    parse_yes_no,
+)
+from tests.fakes import FakeLLM
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (" Heath Ledger\nQuestion: next", "Heath Ledger"),
+        ("Answer: Paris.", "Paris"),
+        ("The answer is 1889.", "1889"),
+        ('  "AeroVenn Labs"  ', "AeroVenn Labs"),
+        ("Aladin", "Aladin"),  # a leading "A" is part of the answer, not an article to strip
+        ("Washington D.C.", "Washington D.C."),
+        ("\n\n  yes", "yes"),
+        ("", ""),
+    ],
+)
+def test_clean_answer(raw, expected):
+    assert clean_answer(raw) == expected
+
+
+def test_between_markers():
+    assert between("blah <answer> Rome </answer> tail", "<answer>", "</answer>") == "Rome"
+    assert between("no markers here", "<answer>", "</answer>") is None
+    assert between("<answer> Rome and more", "<answer>", "</answer>") == "Rome and more"
+
+
+def test_parse_float():
+    assert parse_float("confidence: 0.8") == 0.8
+    assert parse_float("80%", 0, 1) == 0.8
+    assert parse_float("7", 0, 1) == 0.07  # read as a percentage when the scale is [0, 1]
+    assert parse_float("none") is None
+    assert parse_float("-3", lo=0) == 0
+
+
+def test_parse_json_object_tolerates_chatter_and_fences():
+    assert parse_json_object('Sure!\n```json\n{"a": 1, "b": {"c": 2}}\n```') == {"a": 1, "b": {"c": 2}}
+    assert parse_json_object("{broken: json} then {\"ok\": true}") == {"ok": True}
+    assert parse_json_object("no json") is None
+
+
+def test_parse_yes_no():
+    assert parse_yes_no(" Yes, they agree") is True
+    assert parse_yes_no("no.") is False
+    assert parse_yes_no("maybe") is None
+
+
+def test_generate_parsed_retries_only_failures_then_falls_back():
+    llm = FakeLLM({"good": "42", "bad": ["nope", "still nope"]})
+    result = generate_parsed(llm, ["good prompt", "bad prompt"], lambda t: parse_float(t), fallback=-1.0, retries=1)
+    assert result.values == [42.0, -1.0]
+    assert result.fallbacks == 1
+    assert llm.prompts == ["good prompt", "bad prompt", "bad prompt"]  # only the failure was re-asked
+
+
+def test_generate_parsed_recovers_on_retry():
+    llm = FakeLLM({"flaky": ["garbage", "0.5"]})
+    result = generate_parsed(llm, ["flaky"], parse_float, fallback=None, retries=2)
+    assert result.values == [0.5] and result.fallbacks == 0
