@@ -1,0 +1,1 @@
+"""Evaluation: datasets, metrics, runner and report (every registered method is evaluable)."""

@@ -1,0 +1,80 @@
+"""Answer and retrieval metrics.
+
+Answer normalization is the official HotpotQA / SQuAD one (lower-case, drop punctuation and the
+articles a/an/the, squeeze whitespace). ``containment`` is the papers' "Acc" / CF-RAG's "smart EM":
+a gold answer appears inside the prediction. With several gold answers, each metric takes the best.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import string
+from collections import Counter
+from collections.abc import Sequence
+
+_PUNCT = set(string.punctuation)
+
+
+def normalize_answer(text: str) -> str:
+    text = text.lower()
+    text = "".join(ch for ch in text if ch not in _PUNCT)
+    text = re.sub(r"\b(a|an|the)\b", " ", text)
+    return " ".join(text.split())
+
+
+def _f1(prediction: str, gold: str) -> float:
+    pred, ref = normalize_answer(prediction), normalize_answer(gold)
+    # official rule: a yes/no/noanswer on either side only scores when the two are identical
+    if (pred in ("yes", "no", "noanswer") or ref in ("yes", "no", "noanswer")) and pred != ref:
+        return 0.0
+    common = Counter(pred.split()) & Counter(ref.split())
+    same = sum(common.values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(pred.split()), same / len(ref.split())
+    return 2 * precision * recall / (precision + recall)
+
+
+def exact_match(prediction: str, golds: Sequence[str]) -> float:
+    return float(any(normalize_answer(prediction) == normalize_answer(g) for g in golds))
+
+
+def f1_score(prediction: str, golds: Sequence[str]) -> float:
+    return max((_f1(prediction, g) for g in golds), default=0.0)
+
+
+def containment(prediction: str, golds: Sequence[str]) -> float:
+    """1 if a (normalized, non-empty) gold answer occurs in the normalized prediction."""
+    pred = f" {normalize_answer(prediction)} "
+    return float(any((g := normalize_answer(gold)) and f" {g} " in pred for gold in golds))
+
+
+def _relevant(titles: Sequence[str], gold_titles: Sequence[str]) -> list[int]:
+    """Binary relevance per ranked title; a gold title counts once (its first passage)."""
+    seen: set[str] = set()
+    rel = []
+    for t in titles:
+        hit = t in gold_titles and t not in seen
+        seen.add(t)
+        rel.append(int(hit))
+    return rel
+
+
+def recall_at_k(titles: Sequence[str], gold_titles: Sequence[str], k: int) -> float:
+    """Share of gold titles among the first ``k`` ranked titles."""
+    if not gold_titles:
+        return 0.0
+    return sum(_relevant(titles[:k], gold_titles)) / len(set(gold_titles))
+
+
+def ndcg_at_k(titles: Sequence[str], gold_titles: Sequence[str], k: int) -> float:
+    """NDCG@k with binary relevance of gold titles."""
+    rel = _relevant(titles[:k], gold_titles)
+    dcg = sum(r / math.log2(i + 2) for i, r in enumerate(rel))
+    ideal = sum(1 / math.log2(i + 2) for i in range(min(k, len(set(gold_titles)))))
+    return dcg / ideal if ideal else 0.0
+
+
+def answer_scores(prediction: str, golds: Sequence[str]) -> dict[str, float]:
+    return {"em": exact_match(prediction, golds), "f1": f1_score(prediction, golds), "acc": containment(prediction, golds)}
