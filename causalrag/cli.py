@@ -89,15 +89,19 @@ def print_event(event: dict) -> None:
     out.print(f"\n[magenta]{stage} {kind}[/]: {_short(json.dumps(payload, default=str), 160)}", highlight=False)
 
 
-def run_graph(method: str, question: str, ctx: Any, *, stream: bool) -> dict:
-    """Invoke (or stream, printing as events arrive) and return the final state."""
+def run_graph(method: str, question: str | None, ctx: Any, *, stream: bool, checkpointer: Any = None, config: dict | None = None) -> dict:
+    """Invoke (or stream, printing as events arrive) and return the final state.
+
+    ``question=None`` resumes the thread in ``config`` from its last checkpoint.
+    """
     from causalrag.graphs.registry import build_graph
 
-    graph = build_graph(method)
+    graph = build_graph(method, checkpointer=checkpointer)
+    inputs = None if question is None else {"question": question}
     if not stream:
-        return graph.invoke({"question": question}, context=ctx)
+        return graph.invoke(inputs, config, context=ctx)
     final: dict = {}
-    for mode, chunk in graph.stream({"question": question}, context=ctx, stream_mode=["updates", "custom", "values"]):
+    for mode, chunk in graph.stream(inputs, config, context=ctx, stream_mode=["updates", "custom", "values"]):
         if mode == "custom":
             print_event(chunk)
         elif mode == "updates":
@@ -151,22 +155,36 @@ def ingest(
 
 @app.command()
 def ask(
-    question: Annotated[str, typer.Argument(help="The question.")],
-    method: Annotated[str, typer.Option("--method", "-m")] = "standard_rag",
+    question: Annotated[Optional[str], typer.Argument(help="The question (omit with --resume).")] = None,
+    method: Annotated[Optional[str], typer.Option("--method", "-m", help="Default: standard_rag.")] = None,
     collection: CollectionOpt = DEMO_COLLECTION,
     k: Annotated[Optional[int], typer.Option(help="Passages for the answer step.")] = None,
     retrieval: Annotated[Optional[str], typer.Option(help="dense, bm25 or hybrid.")] = None,
     stream: Annotated[bool, typer.Option("--stream", help="Print evidence and tokens as they come.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the answer, documents and trace as JSON.")] = False,
+    thread: Annotated[Optional[str], typer.Option(help="Persist every step under this thread id (SQLite).")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue the --thread's interrupted run.")] = False,
     model: ModelOpt = None,
     param: ParamOpt = [],  # noqa: B006 - typer reads the default
 ) -> None:
     """Answer a question with a method."""
+    from contextlib import nullcontext
+
+    from causalrag.checkpoints import sqlite_checkpointer, thread_config, thread_method
     from causalrag.nodes.common import question_of
 
-    question_of({"question": question})
-    ctx = _context(method, collection, model, param, k=k, retrieval=retrieval)
-    state = run_graph(method, question, ctx, stream=stream and not as_json)
+    if resume and not thread:
+        raise CausalRAGError("--resume needs the --thread id of the run to continue.")
+    if not resume:
+        question = question_of({"question": question})
+    with sqlite_checkpointer() if thread else nullcontext() as saver:
+        if resume:
+            method = method or thread_method(saver, thread)
+            question = None
+        method = method or "standard_rag"
+        ctx = _context(method, collection, model, param, k=k, retrieval=retrieval)
+        config = thread_config(thread, method) if thread else None
+        state = run_graph(method, question, ctx, stream=stream and not as_json, checkpointer=saver, config=config)
     result = result_json(state)
     if as_json:
         print(json.dumps(result, ensure_ascii=False, indent=2, default=str))
@@ -177,6 +195,30 @@ def ask(
     cost = result["cost"]
     out.print(f"[bold green]Answer:[/] {result['answer'] or '(no answer)'}", highlight=False)
     out.print(f"[dim]{method}: {cost['llm_calls']} LLM calls, {cost['prompt_tokens']} prompt + {cost['new_tokens']} new tokens, {cost['seconds']:.1f}s[/]")
+
+
+@app.command()
+def history(thread: Annotated[str, typer.Option(help="Thread id given to `ask --thread`.")]) -> None:
+    """List the stored steps of a thread, newest first."""
+    from causalrag.checkpoints import sqlite_checkpointer, thread_config, thread_method
+    from causalrag.graphs.registry import build_graph
+
+    with sqlite_checkpointer() as saver:
+        method = thread_method(saver, thread)
+        graph = build_graph(method, checkpointer=saver)
+        table = Table("step", "next", "question", "answer", "documents", "last node", title=f"thread {thread} ({method})")
+        for snap in graph.get_state_history(thread_config(thread)):
+            values = snap.values or {}
+            trace = values.get("trace") or []
+            table.add_row(
+                str((snap.metadata or {}).get("step", "")),
+                ", ".join(snap.next) or "(done)",
+                _short(values.get("question", ""), 40),
+                _short(values.get("answer", ""), 30),
+                str(len(values.get("documents") or [])),
+                trace[-1]["node"] if trace else "",
+            )
+    out.print(table)
 
 
 @app.command()

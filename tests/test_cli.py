@@ -1,0 +1,80 @@
+"""The CLI as a user runs it: real subprocesses, exit codes, one-sentence errors, no tracebacks."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+
+def cli(*args, home, timeout=600):
+    env = {**os.environ, "CAUSALRAG_HOME": str(home)}
+    return subprocess.run([sys.executable, "-m", "causalrag.cli", *args], capture_output=True, text=True, env=env, timeout=timeout)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["ask", "   "], "The question is empty"),
+        (["ask", "Who?", "--method", "nope"], "Unknown method 'nope'"),
+        (["ask", "Who?", "--collection", "never-made"], "does not exist"),
+        (["ask", "Who?", "--param", "kk=3"], "has no parameter 'kk'"),
+        (["ask", "Who?", "--model", "/no/such/model.gguf"], "could not be loaded"),
+        (["draw", "standard_rag", "--out", "graph.txt"], "use a file name ending in .png or .mmd"),
+        (["history", "--thread", "none-yet"], "has no stored steps"),
+        (["ask", "--resume"], "--resume needs the --thread"),
+    ],
+)
+def test_bad_input_is_one_sentence_and_exit_1(args, message, tmp_path):
+    result = cli(*args, home=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_ingest_skips_unreadable_files_and_keeps_the_rest(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "good.txt").write_text("Zebras live in Kenya and have black and white stripes.", encoding="utf-8")
+    (docs / "bad.txt").write_bytes(b"\xff\xfe\x00 not utf-8")
+    result = cli("ingest", str(docs), "--collection", "zoo", home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "bad.txt" in result.stderr and "not UTF-8" in result.stderr
+    assert "1 new" in result.stdout
+    again = cli("ingest", str(docs), "--collection", "zoo", home=tmp_path)
+    assert "0 new" in again.stdout and "now holds 1 passages" in again.stdout
+
+
+def test_ingest_with_nothing_readable_fails(tmp_path):
+    result = cli("ingest", str(tmp_path / "missing"), "--collection", "zoo", home=tmp_path)
+    assert result.returncode == 1 and "No readable" in result.stderr
+
+
+def test_draw_png_and_mermaid(tmp_path):
+    assert cli("draw", "standard_rag", "--out", str(tmp_path / "g.png"), home=tmp_path).returncode == 0
+    assert (tmp_path / "g.png").read_bytes()[:4] == b"\x89PNG"
+    assert cli("draw", "no_rag", "--out", str(tmp_path / "g.mmd"), home=tmp_path).returncode == 0
+    assert "__start__" in (tmp_path / "g.mmd").read_text()
+
+
+def test_methods_lists_every_method(tmp_path):
+    import causalrag
+
+    result = cli("methods", home=tmp_path)
+    assert result.returncode == 0 and all(name in result.stdout for name in causalrag.METHODS)
+
+
+@pytest.mark.slow
+def test_ask_json_and_stream_with_the_real_model(tmp_path):
+    result = cli("ask", "Who wrote the novel Pride and Prejudice?", "--json", home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout)
+    assert "Jane Austen" in payload["answer"]
+    assert {"id", "title", "text", "score"} == set(payload["documents"][0])
+    assert [e["node"] for e in payload["trace"]] == ["retrieve", "answer"]
+    streamed = cli("ask", "Who wrote the novel Pride and Prejudice?", "--stream", "--thread", "t1", home=tmp_path)
+    assert streamed.returncode == 0, streamed.stderr
+    assert "retrieve evidence (5)" in streamed.stdout and "Answer: Jane Austen" in streamed.stdout
+    history = cli("history", "--thread", "t1", home=tmp_path)
+    assert "(done)" in history.stdout and "Jane Austen" in history.stdout
