@@ -25,6 +25,9 @@ out = Console()
 err = Console(stderr=True, soft_wrap=True)
 
 ModelOpt = Annotated[Optional[str], typer.Option("--model", help="Local model folder, .gguf file or hub id.")]
+BackendOpt = Annotated[
+    Optional[str], typer.Option("--backend", help="LLM backend: auto, transformers, llamacpp or openai (default: CAUSALRAG_BACKEND).")
+]
 CollectionOpt = Annotated[str, typer.Option("--collection", "-c", help="Chroma collection.")]
 ParamOpt = Annotated[list[str], typer.Option("--param", "-p", help="Method parameter NAME=VALUE (repeatable).")]
 
@@ -54,14 +57,15 @@ def _coerce(method: str, raw: list[str]) -> dict[str, Any]:
     return values
 
 
-def _context(method: str, collection: str, model: str | None, params: list[str], **fixed: Any):
+def _context(method: str, collection: str, model: str | None, params: list[str], backend: str | None = None, **fixed: Any):
+    from causalrag.config import settings
     from causalrag.graphs.registry import make_context
     from causalrag.tools.llm import load_llm
 
     fixed = {k: v for k, v in fixed.items() if v is not None}
     ctx = make_context(method, collection=collection, **fixed, **_coerce(method, params))
-    if model:
-        ctx.llm = load_llm(model)
+    if model or backend:
+        ctx.llm = load_llm(model or settings().model, backend=backend)
     return ctx
 
 
@@ -165,6 +169,7 @@ def ask(
     thread: Annotated[Optional[str], typer.Option(help="Persist every step under this thread id (SQLite).")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the --thread's interrupted run.")] = False,
     model: ModelOpt = None,
+    backend: BackendOpt = None,
     param: ParamOpt = [],  # noqa: B006 - typer reads the default
 ) -> None:
     """Answer a question with a method."""
@@ -182,7 +187,7 @@ def ask(
             method = method or thread_method(saver, thread)
             question = None
         method = method or "standard_rag"
-        ctx = _context(method, collection, model, param, k=k, retrieval=retrieval)
+        ctx = _context(method, collection, model, param, backend, k=k, retrieval=retrieval)
         config = thread_config(thread, method) if thread else None
         state = run_graph(method, question, ctx, stream=stream and not as_json, checkpointer=saver, config=config)
     result = result_json(state)
@@ -244,6 +249,7 @@ def demo(
     methods_: Annotated[Optional[str], typer.Option("--methods", help="Comma-separated methods (default: all).")] = None,
     questions: Annotated[int, typer.Option(help="How many demo questions.")] = 3,
     model: ModelOpt = None,
+    backend: BackendOpt = None,
 ) -> None:
     """Seed the demo collection and answer a few demo questions with every method, streaming evidence."""
     from causalrag.corpus import demo_questions, open_store
@@ -259,7 +265,7 @@ def demo(
     for n, q in enumerate(picked, 1):
         for method in chosen:
             out.rule(f"[{n}/{len(picked)}] {method}: {q['question']}  (expected: {q['answers'][0]}; {q['type']})")
-            ctx = _context(method, DEMO_COLLECTION, model, [])
+            ctx = _context(method, DEMO_COLLECTION, model, [], backend)
             ctx.store = store
             state = run_graph(method, q["question"], ctx, stream=True)
             ok = any(a.lower() in state.get("answer", "").lower() for a in q["answers"])
@@ -269,6 +275,40 @@ def demo(
     for method, s in score.items():
         out.print(f"{method:>14}: {s}/{len(picked)} answers contain the expected string")
     out.print(f"[dim]total {time.perf_counter() - started:.0f}s[/]")
+
+
+@app.command("distill-cis")
+def distill_cis(
+    questions: Annotated[Path, typer.Option(help="Training questions: one a line, or JSONL with a 'question' field.")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder for the distilled reranker (and its labels/checkpoints).")],
+    collection: CollectionOpt = DEMO_COLLECTION,
+    n: Annotated[int, typer.Option("--n", help="Candidates per question (paper: 100; ~1 min per question on a CPU).")] = 100,
+    retrieval: Annotated[str, typer.Option(help="First stage: bm25 (paper), dense or hybrid.")] = "bm25",
+    form: Annotated[str, typer.Option(help="CIS prompt form of the teacher: qa or plain.")] = "qa",
+    epochs: Annotated[int, typer.Option()] = 3,
+    batch_size: Annotated[int, typer.Option()] = 16,
+    lr: Annotated[float, typer.Option()] = 3e-5,
+    max_length: Annotated[int, typer.Option(help="Max tokens of question + passage.")] = 256,
+    seed: Annotated[int, typer.Option()] = 0,
+    resume: Annotated[bool, typer.Option("--resume/--restart", help="Continue from saved labels and epoch checkpoints.")] = True,
+    model: ModelOpt = None,
+) -> None:
+    """Distill CIS into a small cross-encoder (paper §4.2); use it with `--param reranker=cis-distilled`."""
+    from causalrag.corpus import open_store
+    from causalrag.tools.cis import CISScorer
+    from causalrag.tools.cross_encoder import DistillConfig, distill_from_store, read_questions
+    from causalrag.tools.llm import default_llm, load_llm
+
+    asked = read_questions(questions)
+    store = open_store(collection)
+    scorer = CISScorer(load_llm(model) if model else default_llm(), form=form)
+    config = DistillConfig(epochs=epochs, batch_size=batch_size, lr=lr, max_length=max_length, seed=seed)
+    _, losses, pairs = distill_from_store(scorer, store, asked, out_dir, n_candidates=n, retrieval=retrieval, config=config, resume=resume)
+    out.print(
+        f"distilled {pairs} ⟨question, passage, CIS⟩ pairs from {len(asked)} questions → {out_dir} "
+        f"(epoch losses {', '.join(f'{x:.3f}' for x in losses)}; p(K) computed {scorer.prior_computed}, cached {scorer.prior_hits})"
+    )
+    out.print(f"use it: causalrag ask \"…\" --method cis -c {collection} -p reranker=cis-distilled -p distilled_path={out_dir}")
 
 
 def main() -> None:

@@ -8,6 +8,11 @@
 | CAUSALRAG_DEVICE    | ``cuda``, ``mps`` or ``cpu``                                         | best available           |
 | CAUSALRAG_EMBEDDINGS| sentence-transformers model folder                                   | bundled all-MiniLM-L6-v2 |
 | CAUSALRAG_CHROMA_URL| ``http://host:port`` of a Chroma server (client/server mode)         | embedded PersistentClient|
+| CAUSALRAG_BACKEND   | LLM backend: ``auto``, ``transformers``, ``llamacpp`` or ``openai``  | ``auto``                 |
+| CAUSALRAG_OPENAI_URL| base URL of an OpenAI-compatible server (vLLM, TGI, llama.cpp)       | none                     |
+| CAUSALRAG_OPENAI_MODEL | model name on that server                                         | the server's first model |
+| CAUSALRAG_OPENAI_API| ``chat`` (chat/completions) or ``completions`` (plain text) for generation | ``chat``          |
+| CAUSALRAG_OPENAI_KEY| API key sent as a bearer token, when the server wants one            | none                     |
 """
 
 from __future__ import annotations
@@ -31,6 +36,11 @@ class Settings:
     device: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_DEVICE") or None)
     embeddings: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_EMBEDDINGS") or None)
     chroma_url: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_CHROMA_URL") or None)
+    backend: str = field(default_factory=lambda: (os.environ.get("CAUSALRAG_BACKEND") or "auto").lower())
+    openai_url: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_OPENAI_URL") or None)
+    openai_model: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_OPENAI_MODEL") or None)
+    openai_api: str = field(default_factory=lambda: (os.environ.get("CAUSALRAG_OPENAI_API") or "chat").lower())
+    openai_key: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_OPENAI_KEY") or None)
 
     @property
     def chroma_dir(self) -> Path:

@@ -53,3 +53,31 @@ class ScoringUnavailableError(CausalRAGError, NotImplementedError):
         super().__init__(
             f"The {backend} backend cannot compute {what}: use a local model (the default) or a server that returns token log-probabilities."
         )
+
+
+class UnknownBackendError(CausalRAGError, ValueError):
+    def __init__(self, name: str, known: list[str]) -> None:
+        super().__init__(f"Unknown LLM backend {name!r}: choose one of {', '.join(known)} with --backend or CAUSALRAG_BACKEND.")
+
+
+class BackendUnavailableError(CausalRAGError, ImportError):
+    def __init__(self, backend: str, fix: str) -> None:
+        super().__init__(f"The {backend} backend is not installed: run `{fix}` or choose another --backend.")
+
+
+class ServerUnreachableError(CausalRAGError, ConnectionError):
+    def __init__(self, url: str | None, reason: str = "") -> None:
+        detail = f" ({reason})" if reason else ""
+        if url is None:
+            super().__init__("The openai backend needs a server: set CAUSALRAG_OPENAI_URL to its base URL (e.g. http://127.0.0.1:8000/v1).")
+            return
+        super().__init__(
+            f"No OpenAI-compatible server answers at {url}{detail}: start it or set CAUSALRAG_OPENAI_URL to its base URL (e.g. http://127.0.0.1:8000/v1)."
+        )
+
+
+class ServerRequestError(CausalRAGError, RuntimeError):
+    def __init__(self, url: str, status: int, detail: str) -> None:
+        super().__init__(
+            f"The OpenAI-compatible server at {url} rejected the request (HTTP {status}: {detail[:200]}): check CAUSALRAG_OPENAI_MODEL and what the server supports."
+        )

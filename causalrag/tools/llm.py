@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
 from causalrag.config import settings
-from causalrag.errors import ModelNotFoundError
+from causalrag.errors import ModelNotFoundError, UnknownBackendError
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +110,15 @@ def truncate_at_stop(text: str, stop: Sequence[str] | None) -> str:
     """Cut ``text`` at the first stop string (generation may run a few tokens past it in a batch)."""
     cut = min((i for s in stop or () if (i := text.find(s)) >= 0), default=len(text))
     return text[:cut]
+
+
+def reduce_logprobs(per_token: Sequence[Sequence[float]], reduce: Reduce) -> list[float]:
+    """Sum (or mean) of each continuation's token log-probs; 0.0 for an empty continuation."""
+    if reduce == "sum":
+        return [float(sum(t)) for t in per_token]
+    if reduce == "mean":
+        return [float(sum(t) / len(t)) if t else 0.0 for t in per_token]
+    raise ValueError(f"reduce must be 'sum' or 'mean', not {reduce!r}.")
 
 
 # --------------------------------------------------------------------------- model files
@@ -515,13 +524,37 @@ class TransformersLLM:
 
 
 # --------------------------------------------------------------------------- process-wide default
+BACKENDS = ("auto", "transformers", "llamacpp", "openai")
+
+
+def choose_backend(backend: str | None = None, model: str | None = None, device: str | None = None) -> str:
+    """The backend named by ``--backend`` / ``CAUSALRAG_BACKEND``; ``auto`` means transformers."""
+    name = (backend or settings().backend).lower()
+    if name not in BACKENDS:
+        raise UnknownBackendError(name, list(BACKENDS))
+    return "transformers" if name == "auto" else name
+
+
 @lru_cache(maxsize=4)
-def load_llm(model: str | None = None, device: str | None = None) -> TransformersLLM:
-    """Load a model once per process (per model/device); every graph and node shares it."""
+def load_llm(model: str | None = None, device: str | None = None, backend: str | None = None) -> LLM:
+    """Load a model once per process (per model/device/backend); every graph and node shares it.
+
+    ``openai`` talks to ``CAUSALRAG_OPENAI_URL``; its model is ``CAUSALRAG_OPENAI_MODEL``, else
+    ``model``, else the server's first model.
+    """
+    chosen = choose_backend(backend, model, device)
+    if chosen == "llamacpp":
+        from causalrag.tools.llamacpp import LlamaCppLLM
+
+        return LlamaCppLLM(model)
+    if chosen == "openai":
+        from causalrag.tools.openai_llm import OpenAILLM
+
+        return OpenAILLM.from_settings(model)
     return TransformersLLM(model, device=device)
 
 
-def default_llm() -> TransformersLLM:
-    """The model named by ``CAUSALRAG_MODEL`` (or the bundled one), loaded once per process."""
+def default_llm() -> LLM:
+    """The model named by ``CAUSALRAG_MODEL`` (or the bundled one) on ``CAUSALRAG_BACKEND``, loaded once per process."""
     s = settings()
-    return load_llm(s.model, s.device)
+    return load_llm(s.model, s.device, s.backend)

@@ -1,0 +1,256 @@
+"""OpenAI-compatible inference servers (vLLM, TGI, llama.cpp's server) behind the LLM interface.
+
+* generation: ``chat/completions`` (``api="chat"``, for instruct models: the server applies the
+  chat template) or ``completions`` (``api="completions"``, plain text: base models, and the same
+  prompts the local backends see);
+* ``logprob``: ``completions`` with ``echo=true`` and ``logprobs``, summing the echoed prompt
+  tokens that start inside the continuation (by character offset). An empty prefix loses its first
+  token: the API reports no log-prob for the first prompt token;
+* ``yes_probability``: the top-20 next-token log-probs after the prompt (``chat`` or
+  ``completions`` as for generation); yes/no variants missing from the top 20 count as zero, and
+  0.5 when both are missing.
+
+A server that lacks a capability (TGI has no ``echo``; OpenAI's own API no prompt log-probs) gives
+:class:`~causalrag.errors.ScoringUnavailableError` naming it. Requests run ``max_concurrency`` at a
+time from a thread pool, each retried with exponential back-off on timeouts, connection errors,
+429 and 5xx answers. Usage is counted from the servers' ``usage`` fields in the calling thread, so
+:func:`~causalrag.tools.llm.metered` blocks see it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Literal, TypeVar
+
+import httpx
+from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential
+
+from causalrag.config import settings
+from causalrag.errors import ScoringUnavailableError, ServerRequestError, ServerUnreachableError
+from causalrag.tools.llm import _NO, _YES, Reduce, Usage, record, reduce_logprobs, truncate_at_stop
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+RETRY_STATUS = {408, 429, 500, 502, 503, 504}
+ECHO = "prompt log-probabilities (completions with echo=true and logprobs)"
+NEXT = "next-token log-probabilities (logprobs with top alternatives)"
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Timeouts, dropped connections, rate limits and 5xx answers are worth another try."""
+    if isinstance(exc, httpx.HTTPStatusError):
+        return exc.response.status_code in RETRY_STATUS
+    return isinstance(exc, httpx.TransportError)
+
+
+class OpenAILLM:
+    """A model on an OpenAI-compatible server, by base URL (``http://host:port/v1``) and model name.
+
+    ``sampling`` adds server-specific fields to every generation request, e.g.
+    ``{"repeat_penalty": 1.0}`` for llama.cpp's server (its default 1.1 changes greedy answers).
+    ``transport`` replaces httpx's network transport (proxies, tests).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str | None = None,
+        *,
+        api: Literal["chat", "completions"] = "chat",
+        api_key: str | None = None,
+        timeout: float = 120.0,
+        max_concurrency: int = 4,
+        attempts: int = 4,
+        sampling: dict[str, Any] | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        if api not in ("chat", "completions"):
+            raise ValueError(f"api must be 'chat' or 'completions', not {api!r} (CAUSALRAG_OPENAI_API).")
+        self.base_url = base_url.rstrip("/")
+        self.api = api
+        self.sampling = dict(sampling or {})
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(base_url=self.base_url + "/", headers=headers, timeout=timeout, transport=transport)
+        self._pool = ThreadPoolExecutor(max_workers=max_concurrency, thread_name_prefix="openai-llm")
+        self._post = retry(
+            stop=stop_after_attempt(attempts),
+            wait=wait_exponential(multiplier=0.5, max=8),
+            retry=retry_if_exception(is_transient),
+            reraise=True,
+        )(self._post_once)
+        self.name = model or self._first_model()
+        self.usage = Usage()
+
+    @classmethod
+    def from_settings(cls, model: str | None = None) -> OpenAILLM:
+        """From ``CAUSALRAG_OPENAI_URL`` / ``_MODEL`` (else ``model``) / ``_API`` / ``_KEY``."""
+        s = settings()
+        if not s.openai_url:
+            raise ServerUnreachableError(None)
+        return cls(s.openai_url, s.openai_model or model, api=s.openai_api, api_key=s.openai_key)  # type: ignore[arg-type]
+
+    # ---- HTTP
+    def _first_model(self) -> str:
+        """The server's first model; also checks, once and without retries, that the server answers."""
+        try:
+            response = self._client.get("models")
+            response.raise_for_status()
+            return response.json()["data"][0]["id"]
+        except httpx.TransportError as exc:
+            raise ServerUnreachableError(self.base_url, type(exc).__name__) from exc
+        except (httpx.HTTPStatusError, ValueError, KeyError, IndexError) as exc:
+            raise ServerUnreachableError(self.base_url, f"no model list at {self.base_url}/models") from exc
+
+    def _post_once(self, path: str, payload: dict) -> dict:
+        response = self._client.post(path, json={"model": self.name, **payload})
+        response.raise_for_status()
+        return response.json()
+
+    def _request(self, path: str, payload: dict, *, capability: str | None = None) -> dict:
+        """POST with retries; a refused request names the missing ``capability`` when scoring."""
+        try:
+            return self._post(path, payload)
+        except httpx.TransportError as exc:
+            raise ServerUnreachableError(self.base_url, type(exc).__name__) from exc
+        except httpx.HTTPStatusError as exc:
+            if capability:
+                raise ScoringUnavailableError(f"openai ({self.base_url}, model {self.name})", capability) from exc
+            raise ServerRequestError(self.base_url, exc.response.status_code, exc.response.text) from exc
+
+    def _map(self, fn: Callable[[T], R], jobs: Sequence[T]) -> list[R]:
+        return list(self._pool.map(fn, jobs))
+
+    def _record(self, replies: Sequence[dict], calls: int) -> None:
+        used = [r.get("usage") or {} for r in replies]
+        record(
+            self.usage,
+            Usage(
+                calls=calls,
+                prompt_tokens=sum(u.get("prompt_tokens", 0) for u in used),
+                new_tokens=sum(u.get("completion_tokens", 0) for u in used),
+                forward_passes=len(replies),
+            ),
+        )
+
+    # ---- generation
+    def _payload(self, prompt: str, *, max_new_tokens: int, temperature: float, stop: Sequence[str] | None, seed: int | None) -> tuple[str, dict]:
+        body: dict[str, Any] = {"max_tokens": max_new_tokens, "temperature": temperature, **self.sampling}
+        if temperature > 0:
+            body["top_p"] = 1.0
+        if stop:
+            body["stop"] = list(stop)
+        if seed is not None:
+            body["seed"] = seed
+        if self.api == "chat":
+            return "chat/completions", {"messages": [{"role": "user", "content": prompt}], **body}
+        return "completions", {"prompt": prompt, **body}
+
+    def _text(self, reply: dict) -> str:
+        choice = reply["choices"][0]
+        return (choice.get("message") or {}).get("content") or "" if self.api == "chat" else choice.get("text") or ""
+
+    def generate(
+        self,
+        prompts: Sequence[str],
+        *,
+        max_new_tokens: int = 64,
+        temperature: float = 0.0,
+        n: int = 1,
+        stop: Sequence[str] | None = None,
+        seed: int | None = None,
+    ) -> list[list[str]]:
+        """``n`` completions per prompt, one request each (``seed + k`` for the k-th sample)."""
+        calls = n if temperature > 0 else 1
+        jobs = [
+            self._payload(p, max_new_tokens=max_new_tokens, temperature=temperature, stop=stop, seed=None if seed is None else seed + k)
+            for p in prompts
+            for k in range(calls)
+        ]
+        replies = self._map(lambda job: self._request(*job), jobs)
+        self._record(replies, len(prompts) * n)
+        texts = [truncate_at_stop(self._text(r), stop) for r in replies]
+        grouped = [texts[i * calls : (i + 1) * calls] for i in range(len(prompts))]
+        return [g * n if calls == 1 else g for g in grouped]
+
+    def stream(self, prompt: str, *, max_new_tokens: int = 64, stop: Sequence[str] | None = None) -> Iterator[str]:
+        """Greedy completion of one prompt, piece by piece from the server's event stream."""
+        path, payload = self._payload(prompt, max_new_tokens=max_new_tokens, temperature=0.0, stop=stop, seed=None)
+        text = ""
+        try:
+            with self._client.stream("POST", path, json={"model": self.name, "stream": True, **payload}) as response:
+                response.raise_for_status()
+                for line in response.iter_lines():
+                    if not line.startswith("data:") or line[5:].strip() == "[DONE]":
+                        continue
+                    choice = (json.loads(line[5:]).get("choices") or [{}])[0]
+                    piece = (choice.get("delta") or {}).get("content") or "" if self.api == "chat" else choice.get("text") or ""
+                    cut = truncate_at_stop(text + piece, stop)
+                    if len(cut) > len(text):
+                        yield cut[len(text) :]
+                    text = cut
+                    if len(cut) < len(text + piece):
+                        break
+        except httpx.TransportError as exc:
+            raise ServerUnreachableError(self.base_url, type(exc).__name__) from exc
+        except httpx.HTTPStatusError as exc:
+            raise ServerRequestError(self.base_url, exc.response.status_code, "streaming refused") from exc
+        record(self.usage, Usage(calls=1, forward_passes=1))
+
+    # ---- scoring
+    def _echo(self, job: tuple[str, str]) -> tuple[list[float], dict]:
+        prefix, continuation = job
+        if not continuation:
+            return [], {}
+        reply = self._request(
+            "completions",
+            {"prompt": prefix + continuation, "max_tokens": 1, "temperature": 0.0, "echo": True, "logprobs": 1},
+            capability=ECHO,
+        )
+        logprobs = reply["choices"][0].get("logprobs") or {}
+        offsets, values = logprobs.get("text_offset"), logprobs.get("token_logprobs")
+        if not offsets or values is None:
+            raise ScoringUnavailableError(f"openai ({self.base_url}, model {self.name})", ECHO)
+        start, end = len(prefix), len(prefix) + len(continuation)
+        return [float(v) for o, v in zip(offsets, values) if start <= o < end and v is not None], reply
+
+    def token_logprobs(self, prefixes: Sequence[str], continuations: Sequence[str]) -> list[list[float]]:
+        """Per-token log-probs of each continuation, from the server's echoed prompt."""
+        if len(prefixes) != len(continuations):
+            raise ValueError("logprob needs one prefix per continuation.")
+        results = self._map(self._echo, list(zip(prefixes, continuations)))
+        self._record([r for _, r in results if r], len(results))
+        return [lps for lps, _ in results]
+
+    def logprob(self, prefixes: Sequence[str], continuations: Sequence[str], *, reduce: Reduce = "sum") -> list[float]:
+        """Sum (or mean) of token log-probs of each continuation given its prefix; 0.0 for an empty one."""
+        return reduce_logprobs(self.token_logprobs(prefixes, continuations), reduce)
+
+    def _top_next(self, prompt: str) -> tuple[dict[str, float], dict]:
+        """The top-20 next tokens after ``prompt`` with their log-probs."""
+        if self.api == "chat":
+            payload = {"messages": [{"role": "user", "content": prompt}], "logprobs": True, "top_logprobs": 20}
+            reply = self._request("chat/completions", {"max_tokens": 1, "temperature": 0.0, **payload}, capability=NEXT)
+            content = (reply["choices"][0].get("logprobs") or {}).get("content") or []
+            top = {t["token"]: t["logprob"] for t in content[0].get("top_logprobs", [])} if content else {}
+        else:
+            reply = self._request("completions", {"prompt": prompt, "max_tokens": 1, "temperature": 0.0, "logprobs": 20}, capability=NEXT)
+            tops = (reply["choices"][0].get("logprobs") or {}).get("top_logprobs") or []
+            top = dict(tops[0] or {}) if tops else {}
+        if not top:
+            raise ScoringUnavailableError(f"openai ({self.base_url}, model {self.name})", NEXT)
+        return top, reply
+
+    def yes_probability(self, prompts: Sequence[str]) -> list[float]:
+        """P(yes) / (P(yes) + P(no)) over the yes/no variants among the top-20 next tokens."""
+        results = self._map(self._top_next, list(prompts))
+        self._record([r for _, r in results], len(results))
+        probs = []
+        for top, _ in results:
+            yes = sum(math.exp(v) for k, v in top.items() if k in _YES)
+            no = sum(math.exp(v) for k, v in top.items() if k in _NO)
+            probs.append(yes / (yes + no) if yes + no > 0 else 0.5)
+        return probs

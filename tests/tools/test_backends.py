@@ -1,0 +1,272 @@
+"""Every LLM backend passes one interface suite; bad backend configuration is one clear sentence.
+
+The suite runs over each installed backend with the bundled Gemma 3 270M GGUF: ``transformers``
+(always), ``llamacpp`` (when ``llama-cpp-python`` is installed) and ``openai`` against a real
+``llama_cpp.server`` that this module starts on 127.0.0.1 and stops at the end (no mock).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+from causalrag.errors import (
+    BackendUnavailableError,
+    ModelNotFoundError,
+    ScoringUnavailableError,
+    ServerRequestError,
+    ServerUnreachableError,
+    UnknownBackendError,
+)
+from causalrag.tools.chat import LLMChatModel
+from causalrag.tools.llm import bundled_gguf, choose_backend, load_llm, metered
+from causalrag.tools.openai_llm import OpenAILLM
+
+HAS_LLAMACPP = importlib.util.find_spec("llama_cpp") is not None
+HAS_SERVER = HAS_LLAMACPP and importlib.util.find_spec("fastapi") is not None and importlib.util.find_spec("sse_starlette") is not None
+needs_llamacpp = pytest.mark.skipif(not HAS_LLAMACPP, reason="llama-cpp-python is not installed (pip install 'causalrag[llamacpp]')")
+
+PASSAGE = "Passage: The Eiffel Tower was completed in 1889 for the World's Fair.\nQuestion: When was the Eiffel Tower completed?\nAnswer:"
+PREFIX = "Question: When was the Eiffel Tower completed?\nAnswer:"
+CONTINUATIONS = [" The Eiffel Tower was completed in 1889.", " Bananas are a yellow fruit.", " 1889"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# --------------------------------------------------------------------------- backends
+@pytest.fixture(scope="session")
+def transformers_llm(real_llm):
+    from causalrag.tools.llm import TransformersLLM
+
+    return real_llm if isinstance(real_llm, TransformersLLM) else load_llm(backend="transformers")
+
+
+@pytest.fixture(scope="session")
+def llamacpp_llm(real_llm):
+    if not HAS_LLAMACPP:
+        pytest.skip("llama-cpp-python is not installed")
+    from causalrag.tools.llamacpp import LlamaCppLLM
+
+    return real_llm if isinstance(real_llm, LlamaCppLLM) else load_llm(backend="llamacpp")
+
+
+@pytest.fixture(scope="session")
+def llama_server():
+    """llama.cpp's OpenAI-compatible server on the bundled GGUF, on a free local port, stopped at the end."""
+    if not HAS_SERVER:
+        pytest.skip("llama-cpp-python[server] is not installed")
+    port = free_port()
+    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(bundled_gguf()), "--host", "127.0.0.1",
+               "--port", str(port), "--n_ctx", "2048", "--n_threads", "2", "--logits_all", "true", "--verbose", "false"]
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"{url}/models", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"llama_cpp.server did not start: {server.stderr.read() if server.poll() is not None else 'timeout'}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+@pytest.fixture(scope="session")
+def openai_llm(llama_server):
+    # plain completions (a base model) and no repeat penalty (llama.cpp's server defaults to 1.1)
+    return OpenAILLM(llama_server, api="completions", sampling={"repeat_penalty": 1.0}, max_concurrency=2)
+
+
+@pytest.fixture(params=["transformers", "llamacpp", "openai"])
+def backend(request):
+    return request.getfixturevalue(f"{request.param}_llm")
+
+
+# --------------------------------------------------------------------------- the conformance suite
+@pytest.mark.slow
+def test_generation_is_batched_greedy_and_stops(backend):
+    prompts = [PASSAGE, "Question: What is the capital of France?\nAnswer:"]
+    with metered() as usage:
+        batched = backend.generate(prompts, max_new_tokens=12, stop=["\n"], n=2)
+    single = [backend.generate([p], max_new_tokens=12, stop=["\n"])[0] for p in prompts]
+    assert [b[:1] for b in batched] == single
+    assert batched[0][0] == batched[0][1]  # greedy: n identical copies
+    assert "1889" in batched[0][0]
+    assert all("\n" not in o for out in batched for o in out)
+    assert usage.calls == 4 and usage.prompt_tokens > 0 and 0 < usage.new_tokens <= 24
+
+
+@pytest.mark.slow
+def test_sampling_is_seeded(backend):
+    out = backend.generate([PASSAGE], max_new_tokens=6, temperature=1.0, n=3, seed=7)
+    assert len(out[0]) == 3
+    assert backend.generate([PASSAGE], max_new_tokens=6, temperature=1.0, n=3, seed=7) == out
+
+
+@pytest.mark.slow
+def test_stream_yields_the_greedy_completion(backend):
+    pieces = list(backend.stream(PASSAGE, max_new_tokens=12, stop=["\n"]))
+    assert len(pieces) >= 1 and "1889" in "".join(pieces)
+    assert "".join(pieces) == backend.generate([PASSAGE], max_new_tokens=12, stop=["\n"])[0][0]
+
+
+@pytest.mark.slow
+def test_logprob_shared_prefix_matches_single_calls_and_ranks(backend):
+    shared = backend.logprob([PREFIX] * 3, CONTINUATIONS)
+    single = [backend.logprob([PREFIX], [c])[0] for c in CONTINUATIONS]
+    assert all(math.isclose(a, b, abs_tol=1e-2) for a, b in zip(shared, single)), (shared, single)
+    assert shared[0] > shared[1] and all(v < 0 for v in shared)
+    per_token = backend.token_logprobs([PREFIX], [CONTINUATIONS[0]])[0]
+    assert backend.logprob([PREFIX], [CONTINUATIONS[0]], reduce="mean")[0] == pytest.approx(sum(per_token) / len(per_token))
+    assert backend.logprob([PREFIX], [""]) == [0.0]
+
+
+@pytest.mark.slow
+def test_yes_probability_is_a_probability(backend):
+    probs = backend.yes_probability(["Is Paris in France? Answer yes or no.\nAnswer:", "Is the sky green? Answer yes or no.\nAnswer:"])
+    assert all(0.0 < p < 1.0 for p in probs)
+
+
+@pytest.mark.slow
+def test_langchain_chat_model_view(backend):
+    chat = LLMChatModel(llm=backend, max_new_tokens=12, stop=["\n"])
+    assert chat.invoke(PASSAGE).content == backend.generate([PASSAGE], max_new_tokens=12, stop=["\n"])[0][0]
+
+
+# --------------------------------------------------------------------------- agreement between backends
+@pytest.mark.slow
+@needs_llamacpp
+def test_logprobs_agree_between_transformers_and_llamacpp(transformers_llm, llamacpp_llm):
+    """Q4_K_M weights de-quantized to fp32 (transformers) vs run quantized (llama.cpp): measured
+    per-token differences stay below ~0.1 nats; we allow 0.15 per token on the sums."""
+    prefixes = [PREFIX] * 3 + ["", PASSAGE]
+    conts = [*CONTINUATIONS, "The Eiffel Tower is in Paris.", " 1889"]
+    reference = transformers_llm.token_logprobs(prefixes, conts)
+    fast = llamacpp_llm.token_logprobs(prefixes, conts)
+    assert [len(t) for t in reference] == [len(t) for t in fast]  # same tokenizer
+    for ref, got in zip(reference, fast):
+        assert abs(sum(ref) - sum(got)) <= 0.15 * len(ref), (ref, got)
+    assert sorted(range(3), key=lambda i: sum(reference[i])) == sorted(range(3), key=lambda i: sum(fast[i]))
+
+
+@pytest.mark.slow
+@needs_llamacpp
+def test_same_greedy_answers_on_the_demo_questions(transformers_llm, llamacpp_llm, demo_store):
+    from causalrag.corpus import demo_questions
+    from causalrag.graphs.registry import build_graph
+
+    answers = {}
+    for name, llm in {"transformers": transformers_llm, "llamacpp": llamacpp_llm}.items():
+        graph = build_graph("standard_rag", llm=llm, store=demo_store)
+        answers[name] = [graph.invoke({"question": q["question"]})["answer"] for q in demo_questions()]
+    assert answers["transformers"] == answers["llamacpp"]
+
+
+@pytest.mark.slow
+def test_openai_backend_matches_local_llamacpp(openai_llm, llamacpp_llm):
+    prompts = [PASSAGE, "Question: Who wrote Pride and Prejudice?\nAnswer:"]
+    assert openai_llm.generate(prompts, max_new_tokens=10, stop=["\n"]) == llamacpp_llm.generate(prompts, max_new_tokens=10, stop=["\n"])
+    remote = openai_llm.logprob([PREFIX] * 2, CONTINUATIONS[:2])
+    local = llamacpp_llm.logprob([PREFIX] * 2, CONTINUATIONS[:2])
+    assert all(math.isclose(a, b, abs_tol=0.05) for a, b in zip(remote, local)), (remote, local)
+
+
+# --------------------------------------------------------------------------- configuration errors (fast)
+def test_unknown_backend_is_one_sentence(monkeypatch):
+    with pytest.raises(UnknownBackendError, match="choose one of auto, transformers, llamacpp, openai"):
+        load_llm(backend="tensorflow")
+    monkeypatch.setenv("CAUSALRAG_BACKEND", "vllm")
+    with pytest.raises(UnknownBackendError, match="CAUSALRAG_BACKEND"):
+        choose_backend()
+
+
+def test_backend_names_are_explicit_overrides(monkeypatch):
+    monkeypatch.setenv("CAUSALRAG_BACKEND", "transformers")
+    assert choose_backend() == "transformers"
+    assert choose_backend("openai") == "openai"  # --backend wins over the environment
+
+
+def test_unreachable_server_is_one_sentence(monkeypatch):
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    with pytest.raises(ServerUnreachableError, match=f"No OpenAI-compatible server answers at {url}"):
+        OpenAILLM(url)
+    monkeypatch.delenv("CAUSALRAG_OPENAI_URL", raising=False)
+    with pytest.raises(ServerUnreachableError, match="set CAUSALRAG_OPENAI_URL"):
+        OpenAILLM.from_settings()
+
+
+def fake_server(handler) -> httpx.MockTransport:
+    """An in-process stand-in for servers we cannot start here (e.g. one without echo)."""
+
+    def route(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/models"):
+            return httpx.Response(200, json={"data": [{"id": "tiny"}]})
+        return handler(request)
+
+    return httpx.MockTransport(route)
+
+
+def test_missing_scoring_capability_is_named():
+    no_echo = fake_server(lambda r: httpx.Response(400, json={"error": "echo is not supported"}))
+    llm = OpenAILLM("http://server/v1", transport=no_echo)
+    with pytest.raises(ScoringUnavailableError, match="prompt log-probabilities"):
+        llm.logprob(["Q:"], [" A"])
+    with pytest.raises(ScoringUnavailableError, match="next-token log-probabilities"):
+        llm.yes_probability(["Q?"])
+    with pytest.raises(ServerRequestError, match="HTTP 400"):
+        llm.generate(["Q?"])
+
+
+def test_transient_errors_are_retried_then_succeed():
+    answers = iter([httpx.Response(503), httpx.Response(200, json={"choices": [{"message": {"content": "Paris\nmore"}}], "usage": {"prompt_tokens": 5, "completion_tokens": 2}})])
+    seen = []
+
+    def handler(request):
+        seen.append(json.loads(request.content))
+        return next(answers)
+
+    llm = OpenAILLM("http://server/v1", transport=fake_server(handler))
+    llm._post.retry.wait = lambda retry_state: 0  # no back-off sleep in the test
+    with metered() as usage:
+        assert llm.generate(["Where?"], stop=["\n"]) == [["Paris"]]
+    assert len(seen) == 2 and seen[0]["model"] == "tiny" and seen[0]["messages"][0]["content"] == "Where?"
+    assert (usage.calls, usage.prompt_tokens, usage.new_tokens) == (1, 5, 2)
+
+
+@needs_llamacpp
+def test_llamacpp_model_file_errors(tmp_path):
+    from causalrag.tools.llamacpp import LlamaCppLLM
+
+    with pytest.raises(ModelNotFoundError, match="no such file"):
+        LlamaCppLLM(str(tmp_path / "nothing.gguf"))
+    with pytest.raises(ModelNotFoundError, match=r"\.gguf files"):
+        LlamaCppLLM(str(tmp_path))
+
+
+def test_llamacpp_not_installed_is_one_sentence(monkeypatch):
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # import llama_cpp now raises ImportError
+    from causalrag.tools.llamacpp import LlamaCppLLM
+
+    with pytest.raises(BackendUnavailableError, match=r"pip install 'causalrag\[llamacpp\]'"):
+        LlamaCppLLM()
