@@ -210,11 +210,13 @@ def distill(
     base: str | None = None,
     resume: bool = True,
     progress: bool = True,
+    meta: dict | None = None,
 ) -> tuple[DistilledReranker, list[float]]:
     """Train the cross-encoder on ``pairs`` (pointwise MSE, §4.2), save it to ``out``.
 
     Returns the reranker and the mean training loss of each epoch (on standardized labels).
-    With ``resume``, training continues after the last epoch checkpointed in ``out``.
+    With ``resume``, training continues after the last epoch checkpointed in ``out``; ``meta`` is
+    written next to the model (e.g. which teacher labelled the data).
     """
     torch = _torch()
     config = config or DistillConfig()
@@ -260,6 +262,53 @@ def distill(
         model.eval()
         losses.append(total / len(pairs))
         torch.save({"epoch": epoch + 1, "model": model.state_dict(), "optimizer": optimizer.state_dict(), "losses": losses}, checkpoint)
-    reranker.save(out, pairs=len(pairs), epochs=config.epochs, losses=losses, config=asdict(config))
+    reranker.save(out, pairs=len(pairs), epochs=config.epochs, losses=losses, config=asdict(config), **(meta or {}))
     load_distilled.cache_clear()
     return reranker, losses
+
+
+def read_questions(path: str | Path) -> list[str]:
+    """Questions from a text file (one a line) or JSON lines / a JSON list with a ``question`` field."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CausalRAGError(f"Cannot read questions from {path}: {exc}; pass a UTF-8 text or JSONL file.") from exc
+    stripped = text.strip()
+    if stripped.startswith("["):
+        rows = json.loads(stripped)
+    elif stripped.startswith("{"):
+        rows = [json.loads(line) for line in stripped.splitlines() if line.strip()]
+    else:
+        rows = [{"question": line} for line in stripped.splitlines()]
+    questions = [" ".join(str(r.get("question", "")).split()) for r in rows if isinstance(r, dict)]
+    questions = [q for q in questions if q]
+    if not questions:
+        raise CausalRAGError(f"{path} holds no questions: write one question per line (or JSONL with a 'question' field).")
+    return questions
+
+
+def distill_from_store(
+    scorer,
+    store,
+    questions: Sequence[str],
+    out: str | Path,
+    *,
+    n_candidates: int = 100,
+    retrieval: str = "bm25",
+    config: DistillConfig | None = None,
+    resume: bool = True,
+    progress: bool = True,
+) -> tuple[DistilledReranker, list[float], int]:
+    """The paper's recipe (§4.2, Appendix A): top-N first-stage candidates per question, CIS labels
+    from the teacher LM, then the pointwise MSE fine-tuning. Returns (reranker, epoch losses, pairs)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    groups = [(q, store.retrieve(q, n_candidates, mode=retrieval)) for q in questions]
+    if not resume:  # start over: forget earlier labels and checkpoints
+        (out / LABELS_FILE).unlink(missing_ok=True)
+        (out / CHECKPOINT_FILE).unlink(missing_ok=True)
+    pairs = teacher_pairs(scorer, groups, labels_file=out / LABELS_FILE, progress=progress)
+    teacher = {"teacher": scorer.model_name, "form": scorer.form, "use_prior": scorer.use_prior, "n_candidates": n_candidates}
+    reranker, losses = distill(pairs, out, config=config, resume=resume, progress=progress, meta=teacher)
+    return reranker, losses, len(pairs)
