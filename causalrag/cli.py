@@ -311,40 +311,6 @@ def distill_cis(
     out.print(f"use it: causalrag ask \"…\" --method cis -c {collection} -p reranker=cis-distilled -p distilled_path={out_dir}")
 
 
-@app.command("distill-cis")
-def distill_cis(
-    questions: Annotated[Path, typer.Option(help="Training questions: one a line, or JSONL with a 'question' field.")],
-    out_dir: Annotated[Path, typer.Option("--out", help="Folder for the distilled reranker (and its labels/checkpoints).")],
-    collection: CollectionOpt = DEMO_COLLECTION,
-    n: Annotated[int, typer.Option("--n", help="Candidates per question (paper: 100; ~1 min per question on a CPU).")] = 100,
-    retrieval: Annotated[str, typer.Option(help="First stage: bm25 (paper), dense or hybrid.")] = "bm25",
-    form: Annotated[str, typer.Option(help="CIS prompt form of the teacher: qa or plain.")] = "qa",
-    epochs: Annotated[int, typer.Option()] = 3,
-    batch_size: Annotated[int, typer.Option()] = 16,
-    lr: Annotated[float, typer.Option()] = 3e-5,
-    max_length: Annotated[int, typer.Option(help="Max tokens of question + passage.")] = 256,
-    seed: Annotated[int, typer.Option()] = 0,
-    resume: Annotated[bool, typer.Option("--resume/--restart", help="Continue from saved labels and epoch checkpoints.")] = True,
-    model: ModelOpt = None,
-) -> None:
-    """Distill CIS into a small cross-encoder (paper §4.2); use it with `--param reranker=cis-distilled`."""
-    from causalrag.corpus import open_store
-    from causalrag.tools.cis import CISScorer
-    from causalrag.tools.cross_encoder import DistillConfig, distill_from_store, read_questions
-    from causalrag.tools.llm import default_llm, load_llm
-
-    asked = read_questions(questions)
-    store = open_store(collection)
-    scorer = CISScorer(load_llm(model) if model else default_llm(), form=form)
-    config = DistillConfig(epochs=epochs, batch_size=batch_size, lr=lr, max_length=max_length, seed=seed)
-    _, losses, pairs = distill_from_store(scorer, store, asked, out_dir, n_candidates=n, retrieval=retrieval, config=config, resume=resume)
-    out.print(
-        f"distilled {pairs} ⟨question, passage, CIS⟩ pairs from {len(asked)} questions → {out_dir} "
-        f"(epoch losses {', '.join(f'{x:.3f}' for x in losses)}; p(K) computed {scorer.prior_computed}, cached {scorer.prior_hits})"
-    )
-    out.print(f"use it: causalrag ask \"…\" --method cis -c {collection} -p reranker=cis-distilled -p distilled_path={out_dir}")
-
-
 def main() -> None:
     try:
         app()
