@@ -1,0 +1,252 @@
+"""Astute RAG nodes (Wang et al., 2024): elicit → pool → consolidate ⟲ t → propose → select.
+
+Every node is temperature 0. Model output is parsed tolerantly; each fallback is counted in the
+node's trace entry. Retrieved text only ever reaches prompts as data (see
+:func:`causalrag.prompts.astute.passage_text`); which node runs next depends on the iteration
+counter and the context alone.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from langchain_core.documents import Document
+from langgraph.runtime import Runtime
+
+from causalrag.nodes.common import context, emit, emit_evidence, question_of, stream_text, traced
+from causalrag.prompts.astute import (
+    BLOCK_STOP,
+    EXTERNAL,
+    INTERNAL,
+    LINE_STOP,
+    combined_prompt,
+    consolidate_prompt,
+    internal_prompt,
+    label_of,
+    parse_final,
+    parse_groups,
+    parse_internal,
+    parse_proposal,
+    propose_prompt,
+    select_prompt,
+)
+from causalrag.prompts.common import ANSWER_STOP, answer_prompt
+from causalrag.state.astute import AstuteContext, AstuteState
+from causalrag.tools.parsing import clean_answer
+
+_CLAIM_WORDS = 20
+
+
+def labelled(doc: Document, label: str) -> Document:
+    """A copy of ``doc`` carrying its source label (the retrieved document itself is left untouched)."""
+    return Document(id=doc.id, page_content=doc.page_content, metadata={**doc.metadata, "label": label})
+
+
+def one_group_per_passage(pool: Sequence[Document]) -> list[dict]:
+    """Fallback grouping when a consolidation output has no usable group line: every passage alone."""
+    return [{"sources": [label_of(d)], "claim": " ".join(d.page_content.split()[:_CLAIM_WORDS])} for d in pool]
+
+
+def members(group: dict, pool: Sequence[Document]) -> list[Document]:
+    by_label = {label_of(d): d for d in pool}
+    return [by_label[s] for s in group["sources"] if s in by_label]
+
+
+def _norm(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
+def match_candidate(final: str | None, candidates: Sequence[dict]) -> int:
+    """Index of the candidate whose answer the final answer names (equal, or one contains the other); -1 if none."""
+    if not final:
+        return -1
+    want = _norm(final)
+    scored = [
+        (0 if have == want else 1, i)
+        for i, c in enumerate(candidates)
+        if (have := _norm(c.get("answer") or "")) and (have == want or have in want or want in have)
+    ]
+    return min(scored)[1] if scored else -1
+
+
+def most_reliable(candidates: Sequence[dict]) -> int:
+    """Fallback choice: highest confidence, then most sources, then both source kinds, then the first."""
+    def reliability(i: int) -> tuple:
+        c = candidates[i]
+        kinds = {s.split()[0] for s in c["sources"]}
+        return (c.get("confidence") or 0.0, len(c["sources"]), len(kinds), -i)
+
+    return max(range(len(candidates)), key=reliability) if candidates else -1
+
+
+# --------------------------------------------------------------------------- §3.3
+@traced
+def elicit(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
+    """Adaptive internal knowledge: up to m̂ passages from the model's memory, none when it is unsure."""
+    ctx = context(runtime)
+    question = question_of(state)
+    if ctx.max_internal <= 0:
+        return {"internal": [], "trace": [{"internal_passages": 0}]}
+    text = ctx.get_llm().generate(
+        [internal_prompt(question, ctx.max_internal)],
+        max_new_tokens=ctx.internal_tokens * ctx.max_internal,
+        temperature=0.0,
+        stop=BLOCK_STOP,
+    )[0][0]
+    internal = [
+        Document(id=f"internal-{i}", page_content=p, metadata={"title": "", "source": "internal", "label": f"{INTERNAL} {i}"})
+        for i, p in enumerate(parse_internal(text, ctx.max_internal), 1)
+    ]
+    emit_evidence(runtime, "elicit", internal, abstained=not internal)
+    return {"internal": internal, "trace": [{"internal_passages": len(internal), "abstained": not internal}]}
+
+
+# --------------------------------------------------------------------------- §3.4
+@traced
+def build_pool(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
+    """D₀ = E ⊕ I with sources S₀: retrieved passages ``ext i`` (by rank, shown reversed) then memory ``int i``."""
+    ctx = context(runtime)
+    external = [labelled(d, f"{EXTERNAL} {i}") for i, d in enumerate(state.get("documents") or [], 1)]
+    pool = (external[::-1] if ctx.reverse else external) + list(state.get("internal") or [])
+    emit_evidence(runtime, "pool", pool, labels=[label_of(d) for d in pool])
+    return {"pool": pool, "groups": [], "iteration": 0, "trace": [{"external": len(external), "internal": len(pool) - len(external)}]}
+
+
+def _groups_or_fallback(text: str, pool: Sequence[Document], last: Sequence[dict]) -> tuple[list[dict], dict]:
+    """Parsed groups, else the last groups, else one group per passage; with the figures for the trace."""
+    parsed = parse_groups(text, [label_of(d) for d in pool])
+    groups = parsed.groups or list(last) or one_group_per_passage(pool)
+    figures = {
+        "groups": len(groups),
+        "group_sources": [g["sources"] for g in groups],
+        "unknown_labels": parsed.unknown_labels,
+        "consolidation_fallback": int(not parsed.groups),
+    }
+    return groups, figures
+
+
+@traced
+def consolidate(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
+    """One round D_{j+1} = M(p_con, q, ⟨D₀,S₀⟩, ⟨Dⱼ,Sⱼ⟩): group agreeing passages, split conflicts, drop noise."""
+    ctx = context(runtime)
+    pool, last = state.get("pool") or [], state.get("groups") or []
+    iteration = state.get("iteration", 0) + 1
+    text = stream_text(
+        runtime,
+        ctx.get_llm(),
+        consolidate_prompt(question_of(state), pool, last),
+        stage=f"consolidate {iteration}",
+        max_new_tokens=ctx.consolidation_tokens,
+        stop=BLOCK_STOP,
+    )
+    groups, figures = _groups_or_fallback(text, pool, last)
+    emit(runtime, "groups", "consolidate", iteration=iteration, groups=groups)
+    return {"groups": groups, "iteration": iteration, "trace": [{"iteration": iteration, **figures}]}
+
+
+# --------------------------------------------------------------------------- §3.5
+@traced
+def propose(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
+    """One answer per consolidated group with a 0-10 confidence: all groups in one batched call.
+
+    A missing confidence falls back to the group's share of the pool (its source support) and is counted.
+    """
+    ctx = context(runtime)
+    question, pool = question_of(state), state.get("pool") or []
+    groups = state.get("groups") or []
+    prompts = [propose_prompt(question, g, members(g, pool)) for g in groups]
+    outputs = ctx.get_llm().generate(prompts, max_new_tokens=ctx.max_new_tokens + 8, temperature=0.0, stop=BLOCK_STOP) if prompts else []
+    candidates, missing = [], 0
+    for group, out in zip(groups, outputs):
+        answer, confidence = parse_proposal(out[0] if out else "")
+        if not answer:
+            continue
+        if confidence is None:
+            missing += 1
+            confidence = round(len(group["sources"]) / max(1, len(pool)), 3)
+        candidates.append({**group, "answer": answer, "confidence": confidence})
+    emit(runtime, "candidates", "propose", candidates=candidates)
+    figures = {
+        "answers": [c["answer"] for c in candidates],
+        "confidences": [c["confidence"] for c in candidates],
+        "confidence_fallbacks": missing,
+        "empty_answers": len(groups) - len(candidates),
+    }
+    return {"candidates": candidates, "trace": [figures]}
+
+
+def _finish(runtime: Runtime, state: AstuteState, candidates: list[dict], final: str | None) -> tuple[dict, dict]:
+    """The final answer: the candidate the marked answer names, else the most reliable candidate.
+
+    The final answer must be one of the groups' answers when there are any, so a few-shot example
+    copied into the markers (or any text a passage planted) cannot become the answer on its own.
+    """
+    ctx = context(runtime)
+    pool = state.get("pool") or []
+    chosen = match_candidate(final, candidates)
+    select_fallback = int(chosen < 0 and bool(candidates))
+    if select_fallback:
+        chosen = most_reliable(candidates)
+    if chosen >= 0:
+        answer, used = candidates[chosen]["answer"], members(candidates[chosen], pool)
+    else:  # no group proposed an answer (e.g. an empty pool): the marked answer, else plain RAG's answer
+        used = list(state.get("documents") or [])[: ctx.k]
+        answer = final or clean_answer(
+            ctx.get_llm().generate([answer_prompt(question_of(state), used)], max_new_tokens=ctx.max_new_tokens, stop=ANSWER_STOP)[0][0]
+        )
+    emit(runtime, "answer", "select", answer=answer, chosen=chosen)
+    update = {"answer": answer, "documents": used, "candidates": candidates, "chosen": chosen}
+    figures = {
+        "chosen_group": chosen,
+        "group_confidences": [c.get("confidence") for c in candidates],
+        "select_fallback": select_fallback,
+        "no_candidates": int(not candidates),
+        "plain_answer_fallback": int(not candidates and not final),
+    }
+    return update, figures
+
+
+@traced
+def select(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
+    """Compare the groups' answers (sources, agreement, confidence) and keep the most reliable one.
+
+    The model writes its choice between ``<answer>`` markers, streamed. With a single candidate there
+    is nothing to compare and no call is made.
+    """
+    ctx = context(runtime)
+    candidates = list(state.get("candidates") or [])
+    final = None
+    if len(candidates) > 1:
+        text = stream_text(
+            runtime, ctx.get_llm(), select_prompt(question_of(state), candidates),
+            stage="select", max_new_tokens=ctx.max_new_tokens + 8, stop=LINE_STOP,
+        )
+        final = parse_final(text)
+    elif candidates:
+        final = candidates[0]["answer"]
+    update, figures = _finish(runtime, state, candidates, final)
+    return {**update, "trace": [{"marker_missing": int(len(candidates) > 1 and final is None), **figures}]}
+
+
+@traced
+def answer_combined(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
+    """The paper's merged last step: consolidate (over D₀ and the last groups), answer each group, select, in one call."""
+    ctx = context(runtime)
+    pool, last = state.get("pool") or [], state.get("groups") or []
+    iteration = state.get("iteration", 0) + 1
+    text = stream_text(
+        runtime,
+        ctx.get_llm(),
+        combined_prompt(question_of(state), pool, last),
+        stage="answer_combined",
+        max_new_tokens=ctx.consolidation_tokens + ctx.max_new_tokens,
+        stop=BLOCK_STOP,
+    )
+    groups, figures = _groups_or_fallback(text, pool, last)
+    emit(runtime, "groups", "answer_combined", iteration=iteration, groups=groups)
+    candidates = [g for g in groups if g.get("answer")]
+    final = parse_final(text)
+    update, finish_figures = _finish(runtime, state, candidates, final)
+    trace = {"iteration": iteration, **figures, "marker_missing": int(final is None), **finish_figures}
+    return {**update, "groups": groups, "iteration": iteration, "trace": [trace]}
