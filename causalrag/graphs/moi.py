@@ -1,0 +1,53 @@
+"""MoI, Mixture-of-Intervention (Lee et al.): retrieve n → permute → score → solve → answer.
+
+The baselines of the paper run through the same graph (``variant=``): ``bayes_saliency``
+(permute gives singletons), ``random`` (shuffle → answer), ``self_consistency`` (permute → vote).
+"""
+
+from typing import Literal
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+
+from causalrag.graphs.registry import Method
+from causalrag.nodes.common import answer, context
+from causalrag.nodes.moi import permute, retrieve_candidates, score, shuffle, solve, vote
+from causalrag.state.base import InputState
+from causalrag.state.moi import MoIContext, MoIOutput, MoIState
+
+
+def route_after_retrieve(state: MoIState, runtime: Runtime[MoIContext]) -> Literal["permute", "shuffle"]:
+    return "shuffle" if context(runtime).variant == "random" else "permute"
+
+
+def route_after_permute(state: MoIState, runtime: Runtime[MoIContext]) -> Literal["score", "vote"]:
+    return "vote" if context(runtime).variant == "self_consistency" else "score"
+
+
+def build() -> StateGraph:
+    graph = StateGraph(MoIState, context_schema=MoIContext, input_schema=InputState, output_schema=MoIOutput)
+    graph.add_node("retrieve", retrieve_candidates)
+    graph.add_node("permute", permute)
+    graph.add_node("score", score)
+    graph.add_node("solve", solve)
+    graph.add_node("answer", answer)
+    graph.add_node("shuffle", shuffle)
+    graph.add_node("vote", vote)
+    graph.add_edge(START, "retrieve")
+    graph.add_conditional_edges("retrieve", route_after_retrieve)
+    graph.add_conditional_edges("permute", route_after_permute)
+    graph.add_edge("score", "solve")
+    graph.add_edge("solve", "answer")
+    graph.add_edge("shuffle", "answer")
+    graph.add_edge("answer", END)
+    graph.add_edge("vote", END)
+    return graph
+
+
+METHOD = Method(
+    "moi",
+    build,
+    MoIContext,
+    "score permuted orders of the passages, separate position bias from utility, answer in utility order",
+    paper="moi-mixture-of-intervention.md",
+)

@@ -1,0 +1,172 @@
+"""MoI's math as pure functions: permutation proposals (§3.2), prefix pruning (§3.3.1) and the
+debiasing solve of Eq. 4 (§3.1). No LLM, no graph: the nodes in ``nodes/moi.py`` call these.
+
+A permutation is a tuple of passage indices into the retriever's ranking (0 = top passage);
+position 0 is the slot the answer step gives ``documents[0]``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import minimize
+
+Permutation = tuple[int, ...]
+
+
+# --------------------------------------------------------------------------- proposals (§3.2)
+def cyclic_permutations(n: int) -> list[Permutation]:
+    """The n left shifts of the reference (retriever) order, shift i placing passage i first (App. B, Eq. 7-9)."""
+    return [tuple((i + j) % n for j in range(n)) for i in range(n)]
+
+
+def sampled_permutations(n: int, budget: int, seed: int = 0) -> list[Permutation]:
+    """``budget`` distinct random orderings of n passages (§3.2.1); all n! of them when n! ≤ budget.
+
+    The retriever order is always included first, so the mixture observes the order a plain
+    RAG pipeline would use.
+    """
+    if n <= 0 or budget <= 0:
+        return []
+    if math.factorial(n) <= budget:
+        return list(itertools.permutations(range(n)))
+    rng = np.random.default_rng(seed)
+    chosen: dict[Permutation, None] = {tuple(range(n)): None}
+    while len(chosen) < budget:
+        chosen.setdefault(tuple(int(i) for i in rng.permutation(n)), None)
+    return list(chosen)
+
+
+def prune(permutations: Sequence[Permutation], length: int) -> list[Permutation]:
+    """Keep the first ``length`` positions of each permutation (Eq. 5-6); ``length`` ≤ 0 keeps all."""
+    if length <= 0:
+        return [tuple(p) for p in permutations]
+    return [tuple(p[:length]) for p in permutations]
+
+
+def default_budget(n: int) -> int:
+    """|S| = 2n: the paper's minimum, enough equations for the n utilities and n position weights (§3.2.1)."""
+    return 2 * n
+
+
+# --------------------------------------------------------------------------- solve (§3.1, Eq. 4)
+@dataclass
+class Solution:
+    weights: list[float]
+    """w_j, one per position (Σ w = 1, w ≥ 0): the model's position bias."""
+    utilities: list[float]
+    """u_i, one per passage, on the scale of the observed scores."""
+    residual: float
+    """Root-mean-square error of Σ_j w_j u_π(j) against the observed scores."""
+    identifiable: bool
+    """False when the design has fewer independent equations than unknowns (e.g. cyclic proposals):
+    then the weak prior picks one of many exact fits (see :func:`solve_position_bias`)."""
+    fallback: bool = False
+    """True when SLSQP failed and the warm start (prior w, mean scores as u) was returned instead."""
+
+
+def position_prior(width: int) -> np.ndarray:
+    """w₀ ∝ 1/(j+1): front-heavy position weights, the shape of the paper's Fig. 6."""
+    prior = 1.0 / np.arange(1, width + 1)
+    return prior / prior.sum()
+
+
+def _design_rank(perms: Sequence[Permutation], n: int, width: int) -> int:
+    """Rank of the Jacobian of Eq. 4 at a generic point: the number of identifiable directions."""
+    rng = np.random.default_rng(1)
+    w, u = rng.dirichlet(np.ones(width)), rng.normal(size=n)
+    rows = []
+    for p in perms:
+        dw = np.array([u[i] for i in p] + [0.0] * (width - len(p)))
+        du = np.zeros(n)
+        for j, i in enumerate(p):
+            du[i] += w[j]
+        rows.append(np.concatenate([dw, du]))
+    rows.append(np.concatenate([np.ones(width), np.zeros(n)]))  # the constraint Σ w = 1
+    return int(np.linalg.matrix_rank(np.array(rows)))
+
+
+def solve_position_bias(
+    permutations: Sequence[Permutation], scores: Sequence[float], n: int, *, ridge: float = 1e-3
+) -> Solution:
+    """Fit w (positions) and u (passages) so that score(π) ≈ Σ_j w_j · u_π(j), with Σ w = 1 and w ≥ 0.
+
+    Solver: SLSQP (scipy.optimize) on the paper's L2 loss over standardized scores, plus a weak
+    ridge prior ``ridge``·(‖w − w₀‖² + ‖u‖²/n). SLSQP takes the equality constraint and the bounds
+    natively and, with at most 2n variables, one solve costs milliseconds; an alternating solve
+    would need a simplex projection for w and crawls along the bilinear loss's flat valleys.
+
+    Why a prior (our choice; the paper is silent): when every permutation holds all n passages,
+    Eq. 4 only identifies the product (w − 1/K)(u − ū): the pair (1/K + (w − 1/K)/a, ū + a(u − ū))
+    fits equally well for every a ≠ 0, including the mirror a < 0 that reverses the ranking.
+    Cyclic proposals are under-determined too (n equations, n + K − 1 unknowns). The prior picks
+    one fit: w₀ ∝ 1/(j+1) encodes the position bias the paper measures (Fig. 6: the first
+    position weighs most; our position 0 is the slot next to the question, where the answer step
+    puts its top passage), which fixes the sign; the ridge fixes the scale. With pruned
+    proposals (passages absent from a prompt add nothing) the fit is identifiable and the prior
+    is negligible. Scores are standardized first: since Σ w = 1 an affine change of the scores
+    is the same affine change of u, which we undo.
+    """
+    perms = [tuple(p) for p in permutations]
+    s = np.asarray(scores, dtype=float)
+    if not perms or len(perms) != len(s) or n <= 0:
+        raise ValueError("solve_position_bias needs one score per permutation and n > 0 passages.")
+    width = max(len(p) for p in perms)
+    center = float(s.mean())
+    spread = float(s.std()) or 1.0
+    z = (s - center) / spread
+    # passage-by-position counts let us evaluate the model and its gradient with matrix products
+    onehot = np.zeros((len(perms), width, n))
+    for r, p in enumerate(perms):
+        onehot[r, np.arange(len(p)), list(p)] = 1.0
+    flat = onehot.reshape(-1, n)  # (rows·positions, passages)
+    seen = flat.sum(axis=0)
+    u0 = np.where(seen > 0, (onehot.sum(axis=1).T @ z) / np.maximum(seen, 1), 0.0)
+    w0 = position_prior(width)
+    identifiable = _design_rank(perms, n, width) == width + n and bool(seen.all())
+
+    def loss(x: np.ndarray) -> tuple[float, np.ndarray]:
+        w, u = x[:width], x[width:]
+        at = onehot @ u  # (rows, width): utility of the passage at each position
+        err = at @ w - z
+        m = len(z)
+        grad_w = 2 * at.T @ err / m + 2 * ridge * (w - w0)
+        grad_u = 2 * np.outer(err, w).ravel() @ flat / m + 2 * ridge * u / n
+        value = float(err @ err / m + ridge * (np.sum((w - w0) ** 2) + u @ u / n))
+        return value, np.concatenate([grad_w, grad_u])
+
+    if width == 1:  # one position: Eq. 4 reduces to u = the mean score (pointwise Bayes saliency)
+        result_x, ok = np.concatenate([[1.0], u0]), True
+    else:
+        result = minimize(
+            loss,
+            np.concatenate([w0, u0]),
+            jac=True,
+            method="SLSQP",
+            bounds=[(0.0, 1.0)] * width + [(None, None)] * n,
+            constraints=[{"type": "eq", "fun": lambda x: x[:width].sum() - 1.0, "jac": lambda x: np.r_[np.ones(width), np.zeros(n)]}],
+            options={"maxiter": 500, "ftol": 1e-10},
+        )
+        ok = bool(result.success) and np.all(np.isfinite(result.x))
+        result_x = result.x if ok else np.concatenate([w0, u0])
+    w = np.clip(result_x[:width], 0.0, None)
+    w = w / w.sum()
+    u = result_x[width:]
+    fitted = (onehot @ u) @ w
+    rms = float(np.sqrt(np.mean((fitted - z) ** 2))) * spread
+    return Solution(
+        weights=[float(v) for v in w],
+        utilities=[float(center + spread * v) for v in u],
+        residual=rms,
+        identifiable=identifiable,
+        fallback=not ok,
+    )
+
+
+def utility_ranking(utilities: Sequence[float]) -> list[int]:
+    """Passage indices by descending utility; ties keep the retriever's order."""
+    return sorted(range(len(utilities)), key=lambda i: (-utilities[i], i))

@@ -1,0 +1,152 @@
+"""MoI graph with a fake LLM and a real in-memory store: every variant's route, the batched
+calls, the trace figures (w, u), streaming, reuse of ``rerank_moi`` and bad input."""
+
+import pytest
+from langgraph.graph import END, START, StateGraph
+
+import causalrag
+from causalrag.errors import EmptyQuestionError
+from causalrag.graphs.registry import build_graph
+from causalrag.nodes.common import retrieve
+from causalrag.nodes.moi import rerank_moi
+from causalrag.state.base import InputState
+from causalrag.state.moi import MoIContext, MoIOutput, MoIState
+from tests.fakes import FakeLLM
+
+QUESTION = "What is the capital city of Australia?"
+
+
+def passage_lines(prefix: str) -> list[str]:
+    return [line for line in prefix.splitlines() if line.startswith("[")]
+
+
+def saliency(prefix: str, continuation: str) -> float:
+    """Fake log p(q | passages): the Canberra passage helps, the more so the nearer the question
+    (the last line is position 0); every passage adds a little; no passages → -20."""
+    lines = passage_lines(prefix)
+    bias = [(i + 1) / len(lines) for i in range(len(lines))]
+    return -20.0 + sum(b * (3.0 if "Canberra:" in line else 0.2) for b, line in zip(bias, lines))
+
+
+def run(llm, store, **params):
+    return build_graph("moi", llm=llm, store=store, **params).invoke({"question": QUESTION})
+
+
+def titles(docs):
+    return [d.metadata["title"] for d in docs]
+
+
+def test_moi_scores_permutations_in_one_batch_and_answers_in_utility_order(memory_store):
+    llm = FakeLLM(default=" Canberra", logprob=saliency)
+    state = run(llm, memory_store, candidates=5, k=3)
+    assert [e["node"] for e in state["trace"]] == ["retrieve", "permute", "score", "solve", "answer"]
+    permute, score, solve = state["trace"][1:4]
+    assert permute["permutations"] == 10 and permute["positions"] == 5  # |S| = 2n, unpruned
+    assert score["llm_calls"] == 11 and score["forward_passes"] == 1  # 10 orders + log p(q), one call
+    assert sum(1 for p, _ in llm.scored if "(none)" in p) == 1  # p(q) once per question
+    assert all(c == " " + QUESTION for _, c in llm.scored)
+    assert sum(solve["w"]) == pytest.approx(1.0, abs=1e-3) and solve["w"][0] == max(solve["w"])
+    assert len(solve["u"]) == 5 and solve["u"][solve["ranking"][0]] == max(solve["u"])
+    assert titles(state["documents"])[0] == "Canberra" and len(state["documents"]) == 3
+    assert len(state["ranking"]) == 5 and state["answer"] == "Canberra"
+    assert state["position_weights"] == pytest.approx(solve["w"], abs=1e-4) and len(state["utilities"]) == 5
+    # the answer prompt reads the reranked passages (top one next to the question)
+    assert llm.prompts[-1].split("Question: " + QUESTION)[0].rstrip().splitlines()[-1].startswith("[3] Canberra:")
+
+
+def test_cyclic_pruned_proposal_costs_n_short_prompts(memory_store):
+    llm = FakeLLM(default=" Canberra", logprob=saliency)
+    state = run(llm, memory_store, candidates=5, proposal="cyclic", prefix=2)
+    assert state["trace"][1]["permutations"] == 5 and state["trace"][1]["positions"] == 2
+    scored = [p for p, _ in llm.scored if "(none)" not in p]
+    assert len(scored) == 5 and all(len(passage_lines(p)) == 2 for p in scored)
+    assert len(state["trace"][3]["w"]) == 2 and state["trace"][3]["identifiable"] is False
+    assert titles(state["documents"])[0] == "Canberra"
+
+
+def test_max_permutations_budget_caps_the_sample(memory_store):
+    llm = FakeLLM(default=" Canberra", logprob=saliency)
+    state = run(llm, memory_store, candidates=4, max_permutations=7)
+    assert state["trace"][1]["permutations"] == 7 and len(llm.scored) == 8
+    state = run(FakeLLM(logprob=saliency), memory_store, candidates=3, k=3, max_permutations=50)
+    assert state["trace"][1]["permutations"] == 6  # all 3! orders
+
+
+def test_bayes_saliency_baseline_scores_each_passage_alone(memory_store):
+    llm = FakeLLM(default=" Canberra", logprob=saliency)
+    state = run(llm, memory_store, variant="bayes_saliency", candidates=5)
+    scored = [p for p, _ in llm.scored if "(none)" not in p]
+    assert len(scored) == 5 and all(len(passage_lines(p)) == 1 for p in scored)
+    assert state["position_weights"] == [1.0] and titles(state["documents"])[0] == "Canberra"
+    assert [e["node"] for e in state["trace"]] == ["retrieve", "permute", "score", "solve", "answer"]
+
+
+def test_random_baseline_shuffles_without_scoring(memory_store):
+    llm = FakeLLM(default=" Canberra", logprob=saliency)
+    state = run(llm, memory_store, variant="random", candidates=5, seed=1)
+    assert [e["node"] for e in state["trace"]] == ["retrieve", "shuffle", "answer"]
+    assert llm.scored == [] and sorted(state["trace"][1]["ranking"]) == list(range(5))
+    other = run(FakeLLM(logprob=saliency), memory_store, variant="random", candidates=5, seed=2)
+    assert state["ranking"] != other["ranking"] and sorted(state["ranking"]) == sorted(other["ranking"])
+
+
+def test_self_consistency_votes_over_one_batched_generate(memory_store):
+    replies = {"[1] Sydney:": " Sydney", "[1] Canberra:": " Canberra"}  # answer = passage read first
+    llm = FakeLLM(replies, default=" Canberra.")
+    state = run(llm, memory_store, variant="self_consistency", sc_permutations=6, candidates=5)
+    assert [e["node"] for e in state["trace"]] == ["retrieve", "permute", "vote"]
+    vote = state["trace"][2]
+    assert vote["llm_calls"] == 6 and vote["forward_passes"] == 1  # one batched generate
+    assert sum(state["votes"].values()) == 6 and state["answer"] == max(state["votes"], key=state["votes"].get).title()
+    assert vote["vote_fallbacks"] == 0
+
+
+def test_self_consistency_with_only_empty_answers_falls_back_to_empty(memory_store):
+    state = run(FakeLLM(default="\n\n"), memory_store, variant="self_consistency", sc_permutations=3)
+    assert state["answer"] == "" and state["trace"][2]["vote_fallbacks"] == 1 and state["trace"][2]["empty_answers"] == 3
+
+
+def test_stream_shows_permutations_scores_weights_and_utilities(memory_store):
+    graph = build_graph("moi", llm=FakeLLM(default=" Canberra", logprob=saliency), store=memory_store, candidates=4, k=4)
+    events = list(graph.stream({"question": QUESTION}, stream_mode=["updates", "custom"]))
+    custom = {e["type"]: e for mode, e in events if mode == "custom"}
+    assert {"evidence", "permutations", "scores", "position_weights", "utilities", "token", "answer"} <= set(custom)
+    assert len(custom["permutations"]["permutations"]) == 8 and len(custom["scores"]["saliency"]) == 8
+    assert custom["utilities"]["utilities"][0]["title"] == "Canberra"
+    assert [next(iter(u)) for mode, u in events if mode == "updates"] == ["retrieve", "permute", "score", "solve", "answer"]
+
+
+def test_rerank_moi_is_a_drop_in_node(memory_store):
+    graph = StateGraph(MoIState, context_schema=MoIContext, input_schema=InputState, output_schema=MoIOutput)
+    graph.add_node("retrieve", retrieve)
+    graph.add_node("rerank_moi", rerank_moi)
+    graph.add_edge(START, "retrieve")
+    graph.add_edge("retrieve", "rerank_moi")
+    graph.add_edge("rerank_moi", END)
+    ctx = MoIContext(llm=FakeLLM(logprob=saliency), store=memory_store, k=4)
+    state = graph.compile().invoke({"question": QUESTION}, context=ctx)
+    assert titles(state["documents"])[0] == "Canberra" and len(state["ranking"]) == 4
+    assert state["trace"][-1]["permutations"] == 8 and sum(state["trace"][-1]["w"]) == pytest.approx(1.0, abs=1e-3)
+
+
+class EmptyStore:
+    def retrieve(self, query, k, mode="dense", ids=None):
+        return []
+
+
+@pytest.mark.parametrize("variant", ["moi", "bayes_saliency", "random", "self_consistency"])
+def test_no_passages_degrade_to_closed_book(variant):
+    state = run(FakeLLM(default=" dunno", logprob=saliency), EmptyStore(), variant=variant)
+    assert state["ranking"] == [] and state["documents"] == [] and state["answer"] == "dunno"
+
+
+def test_empty_question_is_a_clear_error(memory_store):
+    with pytest.raises(EmptyQuestionError):
+        build_graph("moi", llm=FakeLLM(), store=memory_store).invoke({"question": " "})
+
+
+def test_registered_with_paper_defaults():
+    method = causalrag.METHODS["moi"]
+    params = method.parameters()
+    assert params["variant"] == "moi" and params["proposal"] == "sampled" and params["max_permutations"] == 0
+    assert params["prefix"] == 0 and params["sc_permutations"] == 30
