@@ -1,0 +1,366 @@
+"""CF-RAG nodes (Qin et al. 2025, Algorithm 1): explore → parallel hypotheses → causal arbitration.
+
+* :func:`explore_counterfactuals` — §4.1.1: one candidate per transformation type in one batched
+  call, validated by Eq. 2 (similarity > θ_sim, not a repeat, a different quick-RAG answer),
+  failed types re-asked once with sampling, the top N kept by Info (Eq. 3);
+* :func:`dialectical_retrieve` — §4.1.2: retrieval for q and every q', union, dedup (Eq. 4),
+  quality/relevance filter (Eq. 5);
+* :func:`cluster_and_sample` — §4.2.1: spectral clusters, one Gumbel-softmax stratified sample per path;
+* :func:`hypothesize` — Eq. 8: one answer + rationale per path (a ``Send`` branch);
+* :func:`arbitrate` — §4.2.2: φ_coh (Eq. 9-10), φ_causal (Eq. 11), Ψ, agreement (§4.2.3);
+* :func:`accept` / :func:`synthesize` — Algorithm 1 lines 15-18 (Eq. 12).
+
+Relevance s(q, e): the paper uses a cross-encoder (bge-reranker-large); none ships offline here,
+so s is the LLM's query likelihood gain, σ(mean log p(q | e) − mean log p(q)), per token, from
+one batched ``logprob`` call (continuations sharing a passage reuse its KV cache). The cheap
+relevance filter of Eq. 5 and the sampling prior use embedding cosine instead.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from langchain_core.documents import Document
+from langgraph.runtime import Runtime
+
+from causalrag.eval.metrics import normalize_answer
+from causalrag.nodes import cf_rag_math as cm
+from causalrag.nodes.common import context, emit, emit_evidence, question_of, stream_text, traced
+from causalrag.prompts.cf_rag import (
+    COUNTERFACTUAL_STOP,
+    HYPOTHESIS_STOP,
+    SYNTHESIS_STOP,
+    TRANSFORMATIONS,
+    counterfactual_prompt,
+    hypothesis_prompt,
+    relevance_continuation,
+    relevance_prefix,
+    synthesis_prompt,
+)
+from causalrag.prompts.common import ANSWER_STOP, answer_prompt, one_line
+from causalrag.state.cf_rag import CFRAGContext, CFRAGState, HypothesisTask
+from causalrag.tools.encoders import embed
+from causalrag.tools.parsing import between, clean_answer
+
+REGENERATE_TEMPERATURE = 0.8
+QUICK_ANSWER_TOKENS = 16
+
+
+def passage_text(doc: Document) -> str:
+    title = doc.metadata.get("title")
+    return f"{title}: {doc.page_content}" if title else doc.page_content
+
+
+# --------------------------------------------------------------------------- §4.1.1 counterfactuals
+def quick_answers(ctx: CFRAGContext, queries: list[str]) -> list[str]:
+    """L(q) by a quick baseline RAG pass: top ``validation_k`` passages each, all answers in one batch."""
+    store = ctx.get_store()
+    prompts = [answer_prompt(q, store.retrieve(q, ctx.validation_k, mode=ctx.retrieval, ids=ctx.ids)) for q in queries]
+    outputs = ctx.get_llm().generate(prompts, max_new_tokens=QUICK_ANSWER_TOKENS, stop=ANSWER_STOP)
+    return [clean_answer(o[0] if o else "") for o in outputs]
+
+
+def screen(question: str, rows: list[dict], ctx: CFRAGContext, kept: set[str]) -> None:
+    """Eq. 2's similarity half plus repeat/duplicate checks; sets ``similarity`` and ``verdict`` (None = passes)."""
+    sims = similarity_to(question, [r["query"] or "?" for r in rows])
+    original = normalize_answer(question)
+    for row, sim in zip(rows, sims):
+        norm = normalize_answer(row["query"])
+        row["similarity"] = round(float(sim), 4)
+        if not norm:
+            row["verdict"] = "empty"
+        elif norm == original or sim >= ctx.theta_repeat:
+            row["verdict"] = "repeats the question"
+        elif sim <= ctx.theta_sim:
+            row["verdict"] = "off topic"
+        elif norm in kept:
+            row["verdict"] = "duplicate"
+        else:
+            row["verdict"] = None
+            kept.add(norm)
+
+
+def similarity_to(question: str, texts: list[str]) -> np.ndarray:
+    """sim_sem(q, q') for every text: embedding cosine."""
+    vectors = embed([question, *texts])
+    return vectors[1:] @ vectors[0]
+
+
+def validate(question: str, rows: list[dict], ctx: CFRAGContext, kept: set[str], baseline: str | None) -> str:
+    """Screen ``rows``, then compare quick-RAG answers of the survivors with L(q) (Eq. 2's answer half).
+
+    The original's quick answer is computed in the same batch the first time; it is returned.
+    """
+    screen(question, rows, ctx, kept)
+    alive, types = [], set()
+    for row in rows:  # one survivor per transformation type goes on to the (costly) quick-RAG check
+        if row["verdict"] is None and row["type"] in types:
+            row["verdict"] = "spare"
+            kept.discard(normalize_answer(row["query"]))
+        elif row["verdict"] is None:
+            types.add(row["type"])
+            alive.append(row)
+    queries = ([] if baseline is not None else [question]) + [r["query"] for r in alive]
+    answers = quick_answers(ctx, queries) if queries else []
+    if baseline is None:
+        baseline, answers = answers[0], answers[1:]
+    for row, ans in zip(alive, answers):
+        row["quick_answer"] = ans
+        if not ans:
+            row["verdict"] = "no quick answer"
+        elif cm.same_answer(ans, baseline):
+            row["verdict"] = "same answer"
+        if row["verdict"] is not None:
+            kept.discard(normalize_answer(row["query"]))
+    return baseline
+
+
+def rewrites(ctx: CFRAGContext, question: str, kinds: list[str], *, attempt: int) -> list[dict]:
+    """Rewrites for every transformation type in one ``generate`` call: greedy first, then
+    ``regenerate_samples`` samples per type (the 270M base model copies the question greedily)."""
+    sampling = (
+        {"temperature": REGENERATE_TEMPERATURE, "n": ctx.regenerate_samples, "seed": ctx.seed} if attempt > 1 else {}
+    )
+    outputs = ctx.get_llm().generate(
+        [counterfactual_prompt(question, k) for k in kinds], max_new_tokens=32, stop=COUNTERFACTUAL_STOP, **sampling
+    )
+    return [
+        {"type": k, "query": one_line(text).strip("\"' "), "attempt": attempt}
+        for k, samples in zip(kinds, outputs)
+        for text in samples or [""]
+    ]
+
+
+@traced
+def explore_counterfactuals(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
+    """Generate, validate (Eq. 2), regenerate failures once, and keep the top N by Info (Eq. 3)."""
+    ctx = context(runtime)
+    question = question_of(state)
+    kept: set[str] = set()
+    rows = rewrites(ctx, question, [t[0] for t in TRANSFORMATIONS], attempt=1)
+    baseline = validate(question, rows, ctx, kept, None)
+    failed = [r["type"] for r in rows if r["verdict"] is not None]
+    retried = rewrites(ctx, question, failed, attempt=2) if ctx.regenerate and failed else []
+    if retried:
+        validate(question, retried, ctx, kept, baseline)
+    final = {r["type"]: r for r in rows}
+    final.update({r["type"]: r for r in retried if r["verdict"] is None})  # a passing retry replaces the failure
+    candidates = list(final.values())
+    for row in candidates:
+        if row["verdict"] is None:
+            row["info"] = round(
+                cm.info_score(
+                    row["similarity"],
+                    cm.answer_divergence(row["quick_answer"], baseline),
+                    cm.domain_relevance(question, row["query"]),
+                    ctx.info_alpha,
+                    ctx.info_beta,
+                    ctx.info_gamma,
+                ),
+                4,
+            )
+    valid = sorted((r for r in candidates if r["verdict"] is None), key=lambda r: -r["info"])
+    for rank, row in enumerate(valid):
+        row["selected"] = rank < ctx.n_counterfactuals
+    selected = [r["query"] for r in valid[: ctx.n_counterfactuals]]
+    emit(runtime, "counterfactuals", "explore", question_answer=baseline, candidates=candidates, selected=selected)
+    verdicts = [r["verdict"] for r in rows + retried]
+    figures = {
+        "generated": len(rows) + len(retried),
+        "first_attempt_failed": len(failed),
+        "regenerated_valid": sum(r["attempt"] == 2 and r["verdict"] is None for r in candidates),
+        "rejected_repeat": verdicts.count("repeats the question"),
+        "rejected_off_topic": verdicts.count("off topic"),
+        "rejected_same_answer": verdicts.count("same answer"),
+        "rejected_other": sum(v in ("empty", "duplicate", "no quick answer") for v in verdicts),
+        "spare_samples": verdicts.count("spare"),
+        "valid": len(valid),
+        "selected": len(selected),
+        "fallback_no_counterfactual": int(not selected),
+        "question_quick_answer": baseline,
+    }
+    return {"counterfactuals": candidates, "cf_queries": selected, "hypotheses": None, "trace": [figures]}
+
+
+# --------------------------------------------------------------------------- §4.1.2 dialectical evidence
+@traced
+def dialectical_retrieve(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
+    """E_total = R(q) ∪ ⋃ R(q'), then dedup (Eq. 4) and the quality/relevance filter (Eq. 5)."""
+    ctx = context(runtime)
+    queries = [question_of(state), *(state.get("cf_queries") or [])]
+    store = ctx.get_store()
+    union: dict[str, Document] = {}
+    for i, query in enumerate(queries):
+        for doc in store.retrieve(query, ctx.k, mode=ctx.retrieval, ids=ctx.ids):
+            if doc.id not in union:
+                union[doc.id] = Document(id=doc.id, page_content=doc.page_content, metadata={**doc.metadata, "query": i})
+    docs = list(union.values())
+    if not docs:
+        emit_evidence(runtime, "dialectical_retrieve", [], retrieved=0)
+        return {"pool": [], "trace": [{"retrieved": 0, "duplicates": 0, "filtered_out": 0, "pool": 0}]}
+    vectors = embed([passage_text(d) for d in docs])
+    keep = cm.dedup_keep(vectors, ctx.theta_dedup)
+    relevance = (vectors @ embed(queries).T).max(axis=1)
+    passes = [
+        i for i in keep if cm.quality(docs[i].page_content, ctx.min_words) > ctx.theta_quality and relevance[i] > ctx.theta_rel
+    ]
+    fallback = not passes
+    if fallback:  # never leave the paths without evidence: keep the most relevant survivors of dedup
+        passes = sorted(keep, key=lambda i: -relevance[i])[: ctx.k]
+    pool = [docs[i] for i in passes]
+    figures = {"retrieved": len(docs), "duplicates": len(docs) - len(keep), "filtered_out": len(keep) - len(passes),
+               "pool": len(pool), "fallback_unfiltered_pool": int(fallback)}
+    emit_evidence(runtime, "dialectical_retrieve", pool, **figures)
+    return {"pool": pool, "trace": [figures]}
+
+
+# --------------------------------------------------------------------------- §4.2.1 clusters and samples
+@traced
+def cluster_and_sample(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
+    """Spectral clusters of the pool and one stratified Gumbel-softmax sample per reasoning path."""
+    ctx = context(runtime)
+    pool = list(state.get("pool") or [])
+    if not pool:
+        samples: list[list[Document]] = [[] for _ in range(ctx.hypotheses)]
+        emit(runtime, "clusters", "cluster", clusters=[])
+        return {"clusters": [], "samples": samples, "trace": [{"clusters": 0, "sample_sizes": [0] * ctx.hypotheses}]}
+    vectors = embed([passage_text(d) for d in pool])
+    relevance = vectors @ embed([question_of(state)])[0]
+    labels = cm.spectral_clusters(vectors, ctx.clusters, seed=ctx.seed)
+    picks = cm.stratified_samples(labels, relevance, paths=ctx.hypotheses, rho=ctx.rho, tau=ctx.tau, seed=ctx.seed)
+    samples = [[pool[i] for i in idx] for idx in picks]
+    emit(
+        runtime,
+        "clusters",
+        "cluster",
+        clusters=[
+            {"cluster": int(m), "titles": [pool[i].metadata.get("title", "") for i in np.flatnonzero(labels == m)]}
+            for m in sorted(set(labels.tolist()))
+        ],
+    )
+    for j, docs in enumerate(samples):
+        emit_evidence(runtime, "sample", docs, path=j)
+    sizes = np.bincount(labels).tolist()
+    return {
+        "clusters": labels.tolist(),
+        "samples": samples,
+        "trace": [{"clusters": len(sizes), "cluster_sizes": sizes, "sample_sizes": [len(s) for s in samples]}],
+    }
+
+
+# --------------------------------------------------------------------------- Eq. 8 hypotheses
+def parse_hypothesis(text: str) -> tuple[str, str]:
+    """(answer, rationale) from ``" answer\\nReason: ..."``; missing parts are empty strings."""
+    head = text.split("\nReason:", 1)[0]
+    return clean_answer(head), one_line(between(text, "Reason:", "\n") or "")
+
+
+@traced
+def hypothesize(task: HypothesisTask, runtime: Runtime[CFRAGContext]) -> dict:
+    """(a_j, r_j) = H(q, E_j): one reasoning path, run as its own ``Send`` branch."""
+    ctx = context(runtime)
+    docs = list(task.get("documents") or [])
+    prompt = hypothesis_prompt(question_of(task), docs)
+    raw = ctx.get_llm().generate([prompt], max_new_tokens=ctx.hypothesis_tokens, stop=HYPOTHESIS_STOP)[0]
+    raw_text = raw[0] if raw else ""
+    answer, rationale = parse_hypothesis(raw_text)
+    hypothesis = {"index": task["index"], "answer": answer, "rationale": rationale, "raw": raw_text,
+                  "evidence": [d.metadata.get("title", "") for d in docs]}
+    emit(runtime, "hypothesis", "hypothesize", **{k: v for k, v in hypothesis.items() if k != "raw"})
+    return {"hypotheses": [hypothesis], "trace": [{"path": task["index"], "fallback_empty_answer": int(not answer)}]}
+
+
+# --------------------------------------------------------------------------- §4.2.2 arbitration
+def relevance_matrix(llm, docs: list[Document], queries: list[str]) -> np.ndarray:
+    """s(q', e) for every passage × query: σ(per-token PMI of q' given e), one batched ``logprob`` call."""
+    n, m = len(docs), len(queries)
+    prefixes = [relevance_prefix(d) for d in docs for _ in queries] + [relevance_prefix(None)] * m
+    conts = [relevance_continuation(q) for _ in docs for q in queries] + [relevance_continuation(q) for q in queries]
+    scores = np.array(llm.logprob(prefixes, conts, reduce="mean"), dtype=float)
+    conditional, prior = scores[: n * m].reshape(n, m), scores[n * m :]
+    return cm.sigmoid(conditional - prior[None, :])
+
+
+def confidences(llm, question: str, hyps: list[dict], samples: list[list[Document]]) -> list[float]:
+    """φ₃: geometric-mean token probability of each generated answer + rationale (one batched call)."""
+    prefixes = [hypothesis_prompt(question, samples[h["index"]]) for h in hyps]
+    return [float(np.exp(lp)) for lp in llm.logprob(prefixes, [h["raw"] for h in hyps], reduce="mean")]
+
+
+@traced
+def arbitrate(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
+    """Ψ_j for every hypothesis, ranked; HighConsensus decides the route (Algorithm 1, lines 10-15)."""
+    ctx = context(runtime)
+    llm = ctx.get_llm()
+    question = question_of(state)
+    samples = state.get("samples") or []
+    hyps = sorted(state.get("hypotheses") or [], key=lambda h: h["index"])
+    evidence = {d.id: d for h in hyps for d in samples[h["index"]]}
+    ids = list(evidence)
+    rel = relevance_matrix(llm, list(evidence.values()), [question, *(state.get("cf_queries") or [])])
+    answers = [h["answer"] or "unknown" for h in hyps]
+    vectors = embed(answers + [passage_text(evidence[i]) for i in ids])
+    answer_vecs, evidence_vecs = vectors[: len(hyps)], vectors[len(hyps) :]
+    conf = confidences(llm, question, hyps, samples) if ctx.extended else [0.0] * len(hyps)
+    scored = []
+    for j, h in enumerate(hyps):
+        rows = [ids.index(d.id) for d in samples[h["index"]]]
+        mention = np.array([cm.mentions(h["answer"], passage_text(evidence[ids[r]])) for r in rows], dtype=float)
+        coh = cm.phi_coherence(evidence_vecs[rows] @ answer_vecs[j], rel[rows, 0], mention, ctx.lambda1, ctx.lambda2)
+        causal = cm.phi_causal(rel[rows, 0], rel[rows, 1:])
+        spec = cm.specificity(f"{h['answer']} {h['rationale']}")
+        score = (
+            cm.psi_extended(coh, causal, conf[j], spec, lam=ctx.lam, w_confidence=ctx.w_confidence,
+                            w_specificity=ctx.w_specificity)
+            if ctx.extended
+            else cm.psi(coh, causal, ctx.lam)
+        )
+        parts = {"phi_coh": coh, "phi_causal": causal, "psi": score}
+        if ctx.extended:
+            parts |= {"confidence": conf[j], "specificity": spec}
+        scored.append({**{k: v for k, v in h.items() if k != "raw"}, **{k: round(v, 4) for k, v in parts.items()}})
+    agree = cm.agreement(cm.answer_similarity(answers, answer_vecs @ answer_vecs.T), ctx.theta_agree)
+    for h, a in zip(scored, agree):
+        h["agreement"] = round(float(a), 4)
+    ranked = sorted(scored, key=lambda h: (bool(h["answer"]), h["psi"]), reverse=True)
+    consensus = bool(ranked) and bool(ranked[0]["answer"]) and ranked[0]["agreement"] > ctx.consensus_share
+    for h in ranked:
+        emit(runtime, "score", "arbitrate", **h)
+    route = "accept" if consensus else "synthesize"
+    emit(runtime, "route", "arbitrate", route=route, agreement=ranked[0]["agreement"] if ranked else 0.0)
+    figures = {"psi": [h["psi"] for h in scored], "phi_coh": [h["phi_coh"] for h in scored],
+               "phi_causal": [h["phi_causal"] for h in scored], "agreement": [h["agreement"] for h in scored],
+               "relevance_source": "llm-query-likelihood", "consensus": consensus, "route": route}
+    return {"arbitration": ranked, "consensus": consensus, "trace": [figures]}
+
+
+# --------------------------------------------------------------------------- §4.2.3 final answer
+@traced
+def accept(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
+    """High consensus: a_final = a_{j*}, with its own evidence sample (Algorithm 1, line 16)."""
+    best = state["arbitration"][0]
+    docs = (state.get("samples") or [])[best["index"]]
+    emit(runtime, "answer", "accept", answer=best["answer"], rationale=best["rationale"])
+    return {"answer": best["answer"], "documents": docs}
+
+
+@traced
+def synthesize(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
+    """Divergent hypotheses: combine the top-3 (answer, Ψ, rationale) with their evidence (Eq. 12), streamed.
+
+    Eq. 12 shows E_filtered; a 270M model reads few passages well, so the synthesis sees the top
+    hypotheses' own samples, best first, capped at ``synthesis_k``. An empty synthesis falls back
+    to a_{j*}.
+    """
+    ctx = context(runtime)
+    top = (state.get("arbitration") or [])[:3]
+    samples = state.get("samples") or []
+    docs = list({d.id: d for h in top for d in samples[h["index"]]}.values())[: ctx.synthesis_k]
+    prompt = synthesis_prompt(question_of(state), top, docs)
+    text = stream_text(runtime, ctx.get_llm(), prompt, stage="synthesize", max_new_tokens=ctx.max_new_tokens,
+                       stop=SYNTHESIS_STOP)
+    final = clean_answer(text)
+    fallback = not final and bool(top)
+    if fallback:
+        final = top[0]["answer"]
+    emit(runtime, "answer", "synthesize", answer=final)
+    return {"answer": final, "documents": docs, "trace": [{"fallback_empty_synthesis": int(fallback)}]}

@@ -1,0 +1,97 @@
+"""CF-RAG prompts (our wording; Qin et al. §4.1.1 + App. E/F, §4.2.1 + App. G, §4.2.3 + App. J).
+
+Written for a 270M base model: plain completions, one tiny worked example each, a line-end stop.
+Instruct models get the same text through their chat template. Retrieved text only ever appears
+inside the numbered passage block (``format_passages`` collapses its whitespace), so it cannot
+open a new "Question:" or "Answer:" line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from langchain_core.documents import Document
+
+from causalrag.prompts.common import format_passages, one_line
+
+# --------------------------------------------------------------------------- §4.1.1 / App. F
+# The five transformation types τ, most frequent first (App. E.3, Table 6), each with what it
+# changes and one example rewrite of our own.
+TRANSFORMATIONS: tuple[tuple[str, str, str, str], ...] = (
+    ("entity", "the main entity, swapped for a similar one",
+     "What river flows through Paris?", "What river flows through Rome?"),
+    ("role", "the role or relation asked about",
+     "Who wrote the novel Dracula?", "Who is the villain of the novel Dracula?"),
+    ("categorical", "the category of fact asked about",
+     "In which city was Mozart born?", "In which year was Mozart born?"),
+    ("temporal", "the time period",
+     "Who was the US president in 1990?", "Who was the US president in 1970?"),
+    ("scope", "the breadth of the question",
+     "Who invented the light bulb?", "Who helped develop electric lighting?"),
+)
+COUNTERFACTUAL_STOP = ("\n",)
+
+
+def counterfactual_prompt(question: str, kind: str) -> str:
+    """One rewrite of ``question`` along transformation ``kind`` (App. F template, paraphrased)."""
+    _, change, example_q, example_cf = next(t for t in TRANSFORMATIONS if t[0] == kind)
+    return (
+        "Rewrite the question so it stays on the same topic but asks for a different answer. "
+        f"Change {change}.\n\n"
+        f"Question: {example_q}\nRewrite: {example_cf}\n\n"
+        f"Question: {one_line(question)}\nRewrite:"
+    )
+
+
+# --------------------------------------------------------------------------- §4.2.1 / App. G
+HYPOTHESIS_STOP = ("\n\n", "\nPassages:", "\nQuestion:")
+_HYPOTHESIS_EXAMPLE = (
+    "[1] Alien (film): Alien is a 1979 film directed by Ridley Scott. Sigourney Weaver plays Ripley, the lead.\n"
+    "[2] H. R. Giger: Giger designed the creature in Alien and won an Academy Award for it.",
+    "Who plays the lead in Alien?",
+    "Sigourney Weaver",
+    "[1] names Weaver as Ripley, the lead; [2] is about the creature's designer, not the cast.",
+)
+
+
+def hypothesis_prompt(question: str, documents: Sequence[Document]) -> str:
+    """Answer plus a one-line rationale from one evidence subset E_j (Eq. 8, App. G paraphrased).
+
+    The example shows the distinction the paper asks for: evidence that decides the question
+    versus evidence that is only on its topic.
+    """
+    passages, q, a, reason = _HYPOTHESIS_EXAMPLE
+    return (
+        "Answer the question from the passages that decide it, not from passages that are only on the "
+        "same topic. Give a short answer, then the reason.\n\n"
+        f"Passages:\n{passages}\nQuestion: {q}\nAnswer: {a}\nReason: {reason}\n\n"
+        f"Passages:\n{format_passages(documents)}\nQuestion: {one_line(question)}\nAnswer:"
+    )
+
+
+# --------------------------------------------------------------------------- §4.2.2 relevance s(q, e)
+def relevance_prefix(document: Document | None) -> str:
+    """Prefix for the query likelihood log p(q | e); ``None`` gives the passage-free baseline p(q)."""
+    text = format_passages([document], numbered=False) if document is not None else "(none)"
+    return f"Passage: {text}\nA question this passage answers:"
+
+
+def relevance_continuation(query: str) -> str:
+    return f" {one_line(query)}"
+
+
+# --------------------------------------------------------------------------- §4.2.3 / App. J
+SYNTHESIS_STOP = ("\n",)
+
+
+def synthesis_prompt(question: str, candidates: Sequence[dict], documents: Sequence[Document]) -> str:
+    """Combine the top-3 candidates (answer, Ψ, rationale) with the evidence into one answer (Eq. 12)."""
+    lines = "\n".join(
+        f"Candidate {i} (score {c['psi']:.2f}): {one_line(c['answer']) or '(none)'} because {one_line(c['rationale']) or '(no reason)'}"
+        for i, c in enumerate(candidates, 1)
+    )
+    return (
+        "Several readers answered the question from different passages. Pick the answer that the passages "
+        "support for this exact question; prefer agreement and higher scores.\n\n"
+        f"Passages:\n{format_passages(documents)}\n{lines}\nQuestion: {one_line(question)}\nAnswer:"
+    )

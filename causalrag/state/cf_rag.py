@@ -1,0 +1,118 @@
+"""CF-RAG state and parameters (Qin et al., "Counterfactual Reasoning for RAG", §4, App. B.2).
+
+The state carries the dialectical evidence as it is built: the counterfactual queries and their
+validation, the filtered evidence pool, its spectral clusters, one stratified sample per
+reasoning path, the hypotheses drawn from them and their arbitration scores.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Literal, TypedDict
+
+from langchain_core.documents import Document
+
+from causalrag.state.base import OutputState, RAGContext, RAGState
+
+
+def add_or_reset(left: list[dict] | None, right: list[dict] | None) -> list[dict]:
+    """Reducer for parallel hypotheses: branches append; ``None`` clears (a new question on the same thread)."""
+    return [] if right is None else [*(left or []), *right]
+
+
+class CFRAGState(RAGState):
+    counterfactuals: list[dict]
+    """Every candidate q' with its type, similarity, quick-RAG answer, Info score and verdict (§4.1.1)."""
+    cf_queries: list[str]
+    """The selected valid counterfactual queries Q_cf."""
+    pool: list[Document]
+    """E_filtered: the deduplicated, quality/relevance-filtered dialectical evidence (Eq. 4-5)."""
+    clusters: list[int]
+    """Spectral cluster label of every passage in ``pool`` (§4.2.1)."""
+    samples: list[list[Document]]
+    """E_j: one stratified sample per reasoning path (Eq. 6-7)."""
+    hypotheses: Annotated[list[dict], add_or_reset]
+    """(a_j, r_j) from the parallel branches (Eq. 8)."""
+    arbitration: list[dict]
+    """Hypotheses with φ_coh, φ_causal (and φ_conf, φ_spec), Ψ and agreement, best first (§4.2.2)."""
+    consensus: bool
+    """HighConsensus({a_j}) (Algorithm 1, line 15): the routing decision."""
+
+
+class CFRAGOutput(OutputState):
+    counterfactuals: list[dict]
+    arbitration: list[dict]
+    consensus: bool
+
+
+class HypothesisTask(TypedDict):
+    """What one parallel branch receives through ``Send``: the question and its own evidence sample."""
+
+    question: str
+    index: int
+    documents: list[Document]
+
+
+@dataclass(kw_only=True)
+class CFRAGContext(RAGContext):
+    """CF-RAG tunables with the paper's defaults (Table 4); ``k`` is the retrieval depth per query."""
+
+    n_counterfactuals: int = 3
+    """N: counterfactual queries kept (§4.1.1, Table 4)."""
+    theta_sim: float = 0.7
+    """θ_sim: minimum embedding similarity between q and q' (Eq. 2)."""
+    theta_repeat: float = 0.97
+    """Similarity at or above which q' counts as a repeat of q (a paraphrase, not a counterfactual)."""
+    validation_k: int = 3
+    """Passages per query for the quick baseline RAG answer L(q') of the validation (App. E.2.1)."""
+    regenerate: bool = True
+    """Re-ask the failed transformation types once, with sampling, before dropping them."""
+    regenerate_samples: int = 4
+    """Samples per failed type in that one retry; the first that passes validation is kept."""
+    info_alpha: float = 1 / 3
+    """α: weight of semantic divergence in Info(q, q') (Eq. 3)."""
+    info_beta: float = 1 / 3
+    """β: weight of answer divergence in Info(q, q') (Eq. 3)."""
+    info_gamma: float = 1 / 3
+    """γ: weight of domain relevance in Info(q, q') (Eq. 3)."""
+    theta_dedup: float = 0.95
+    """θ_dedup: passages at least this similar to a kept one are dropped (Eq. 4)."""
+    theta_quality: float = 0.5
+    """θ_quality: minimum Q(e), the share of alphabetic words, for passages of ≥ ``min_words`` (Eq. 5)."""
+    min_words: int = 5
+    """Passages shorter than this carry no usable evidence (quality filter, Eq. 5)."""
+    theta_rel: float = 0.1
+    """θ_rel: minimum max_q' cos(q', e) over {q} ∪ Q_cf (relevance filter, Eq. 5)."""
+    clusters: int = 4
+    """K: spectral clusters of the evidence pool (§4.2.1, Table 4)."""
+    rho: float = 0.5
+    """ρ: expected share of each cluster drawn into a sample (Eq. 6)."""
+    tau: float = 1.0
+    """τ: temperature of the Gumbel-softmax cluster weights (Eq. 7)."""
+    seed: int = 0
+    """Seed of the sampling (Gumbel noise, within-cluster draws, regeneration)."""
+    hypotheses: int = 3
+    """M (P in Algorithm 1): parallel hypotheses (§4.2.1, Table 4)."""
+    hypothesis_tokens: int = 40
+    """Token budget of one hypothesis (answer line + one-line rationale)."""
+    lam: float = 0.4
+    """λ: causal weight in Ψ = (1 − λ)·φ_coh + λ·φ_causal (Algorithm 1, line 12)."""
+    lambda1: float = 0.5
+    """λ₁: weight of answer-evidence similarity in CoherenceFunction (Eq. 10)."""
+    lambda2: float = 0.5
+    """λ₂: weight of relevance × mention in CoherenceFunction (Eq. 10)."""
+    extended: bool = False
+    """Add the extended criteria φ₃ (confidence) and φ₄ (specificity) to Ψ (§4.2.2)."""
+    w_confidence: float = 0.15
+    """w₃: weight of generation confidence when ``extended`` (the rest keeps the (1 − λ, λ) split)."""
+    w_specificity: float = 0.10
+    """w₄: weight of answer specificity when ``extended``."""
+    theta_agree: float = 0.85
+    """θ_agree: two answers agree when their similarity exceeds it (§4.2.3)."""
+    consensus_share: float = 0.5
+    """HighConsensus: Agreement(a_{j*}) must exceed this share of the M hypotheses."""
+    synthesis_k: int = 5
+    """Passages shown to the synthesis step next to the top-3 candidates (Eq. 12)."""
+
+
+Route = Literal["accept", "synthesize"]
