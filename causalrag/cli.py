@@ -311,6 +311,69 @@ def distill_cis(
     out.print(f"use it: causalrag ask \"…\" --method cis -c {collection} -p reranker=cis-distilled -p distilled_path={out_dir}")
 
 
+def _method_params(methods: list[str], raw: list[str]) -> dict[str, dict[str, Any]]:
+    """``--param`` values for each method that has that parameter; a name no chosen method has is an error."""
+    from causalrag.graphs.registry import get_method
+
+    names = {m: set(get_method(m).parameters()) for m in methods}
+    unknown = sorted({p.partition("=")[0] for p in raw} - set().union(*names.values()))
+    if unknown:
+        raise CausalRAGError(f"No chosen method has parameter {', '.join(map(repr, unknown))}: see `causalrag methods`.")
+    return {m: v for m in methods if (v := _coerce(m, [p for p in raw if p.partition("=")[0] in names[m]]))}
+
+
+@app.command("eval")
+def eval_(
+    dataset: Annotated[str, typer.Option(help="demo, hotpotqa, hotpotqa:PATH (HotpotQA/2Wiki JSON) or jsonl:PATH (FlashRAG).")] = "hotpotqa",
+    methods_: Annotated[str, typer.Option("--methods", help="Comma-separated methods.")] = "no_rag,standard_rag",
+    setting: Annotated[str, typer.Option(help="distractor (each question's own paragraphs) or open (all paragraphs).")] = "distractor",
+    inject: Annotated[str, typer.Option(help="Comma-separated numbers K of misleading passages to add, e.g. 0,4,8.")] = "0",
+    limit: Annotated[Optional[int], typer.Option(help="First N questions only.")] = None,
+    out_dir: Annotated[Path, typer.Option("--out", help="Run folder (rerun the same command to resume).")] = Path("runs/eval"),
+    seed: Annotated[int, typer.Option(help="Seed of the injected passages.")] = 0,
+    instruction: Annotated[bool, typer.Option("--instruction", help="Injected passages also carry a prompt-injection sentence.")] = False,
+    collection: Annotated[Optional[str], typer.Option("--collection", "-c", help="Open setting without passage pools: collection to search.")] = None,
+    model: ModelOpt = None,
+    param: ParamOpt = [],  # noqa: B006 - typer reads the default
+) -> None:
+    """Evaluate methods on a dataset; one JSON line per (method, question, K) in OUT/results.jsonl, resumable."""
+    from causalrag.eval.report import markdown_table, summarize
+    from causalrag.eval.runner import EvalConfig, run_eval
+
+    chosen = [m.strip() for m in methods_.split(",") if m.strip()]
+    try:
+        ks = sorted({int(k) for k in inject.split(",") if k.strip()})
+    except ValueError:
+        raise CausalRAGError(f"--inject {inject!r} is not a comma-separated list of numbers, e.g. 0,4,8.") from None
+    config = EvalConfig(dataset, chosen, setting, ks or [0], limit, _method_params(chosen, param), model, seed, instruction, collection)
+    rows = run_eval(config, out_dir)
+    mine = [r for r in rows if r["method"] in chosen and r["inject"] in config.inject]
+    out.print(markdown_table(summarize(mine, resamples=500)), highlight=False, markup=False)
+    out.print(f"{len(mine)} results in {out_dir}; `causalrag report {out_dir}` writes the report and plots.")
+
+
+@app.command()
+def report(folder: Annotated[Path, typer.Argument(help="Run folder written by `causalrag eval --out`.")]) -> None:
+    """Table (mean and 95 % bootstrap interval per method and K), Markdown, CSV and PNG plots into the run folder."""
+    from rich import box
+
+    from causalrag.eval.report import COST_COLUMNS, QUALITY_COLUMNS, table_rows, write_report
+
+    result = write_report(folder)
+    rows = table_rows(result.summary, sep="\n")
+    quality = Table(title=f"{folder}: mean (95 % bootstrap interval)", box=box.SIMPLE)
+    cost = Table(title="cost per question", box=box.SIMPLE)
+    for table, names in ((quality, QUALITY_COLUMNS), (cost, ["method", "K", *COST_COLUMNS])):
+        for name in names:
+            table.add_column(name, no_wrap=name == "method", overflow="fold")
+    for row in rows:
+        quality.add_row(*row[: len(QUALITY_COLUMNS)])
+        cost.add_row(*row[:2], *row[len(QUALITY_COLUMNS) :])
+    out.print(quality)
+    out.print(cost)
+    out.print(f"wrote {result.markdown}, {result.csv}, " + ", ".join(map(str, result.plots)))
+
+
 def main() -> None:
     try:
         app()

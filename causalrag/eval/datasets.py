@@ -1,8 +1,10 @@
 """Question sets as :class:`Example` rows, with each question's own passage pool where known.
 
 Specs: ``demo`` (handwritten, bundled), ``hotpotqa`` (the 20 bundled dev questions),
-``hotpotqa:PATH`` (official HotpotQA / 2WikiMultihopQA JSON), ``jsonl:PATH`` (FlashRAG-style
-``{"id", "question", "golden_answers"}``; no passage pools, so only the open setting applies).
+``hotpotqa:PATH`` (official HotpotQA / 2WikiMultihopQA JSON, or the same rows one per line),
+``jsonl:PATH`` (FlashRAG-style ``{"id", "question", "golden_answers"}``; without passage pools
+only the open setting applies, unless ``metadata`` carries HotpotQA-style ``context``).
+Both loaders accept both row styles and the Hugging Face dict-of-lists ``context``/``supporting_facts``.
 """
 
 from __future__ import annotations
@@ -27,18 +29,44 @@ class Example:
     """The question's own pool (HotpotQA's 10 paragraphs; the demo passages written for it)."""
 
 
-def _from_hotpotqa(rows: list[dict], source: str) -> list[Example]:
-    return [
-        Example(
-            id=str(r["_id"]),
-            question=r["question"],
-            answers=[str(r["answer"])],
-            type=r.get("type", ""),
-            gold_titles=sorted({t for t, _ in r.get("supporting_facts", [])}),
-            passages=[Passage(t, " ".join(s.strip() for s in sents), source) for t, sents in r.get("context", [])],
+def _pairs(value, first: str, second: str) -> list[tuple]:
+    """``[[a, b], ...]`` (official files) or ``{first: [...], second: [...]}`` (Hugging Face / FlashRAG)."""
+    if isinstance(value, dict):
+        return list(zip(value.get(first, []), value.get(second, [])))
+    return [tuple(v[:2]) for v in value or []]
+
+
+def _answers(row: dict) -> list[str]:
+    answers = row.get("golden_answers") or row.get("answers") or row.get("answer") or []
+    return [str(a) for a in ([answers] if isinstance(answers, str) else answers)]
+
+
+def _from_rows(rows: list[dict], source: str) -> list[Example]:
+    """Official HotpotQA / 2WikiMultihopQA rows, or FlashRAG-style rows (pools under ``metadata`` if present).
+
+    2WikiMultihopQA differs from HotpotQA only in extra keys (``evidences``, ``entity_ids``) and its
+    ``type`` values (comparison, inference, compositional, bridge_comparison), which are kept as is.
+    """
+    examples = []
+    for i, r in enumerate(rows):
+        meta = r.get("metadata") if isinstance(r.get("metadata"), dict) else {}
+        facts = r.get("supporting_facts", meta.get("supporting_facts"))
+        context = r.get("context", meta.get("context"))
+        sentences = lambda s: [s] if isinstance(s, str) else s  # noqa: E731 - a paragraph may be one string
+        examples.append(
+            Example(
+                id=str(r.get("_id", r.get("id", i))),
+                question=str(r["question"]),
+                answers=_answers(r),
+                type=str(r.get("type", meta.get("type", ""))),
+                gold_titles=sorted({str(t) for t, _ in _pairs(facts, "title", "sent_id")}),
+                passages=[
+                    Passage(str(t), " ".join(x.strip() for x in sentences(sents)), source)
+                    for t, sents in _pairs(context, "title", "sentences")
+                ],
+            )
         )
-        for r in rows
-    ]
+    return examples
 
 
 def _demo() -> list[Example]:
@@ -66,13 +94,16 @@ def load_dataset(spec: str) -> list[Example]:
     kind, _, path = spec.partition(":")
     if kind == "demo" and not path:
         return _demo()
-    if kind == "hotpotqa":
+    if kind == "hotpotqa" or (kind == "jsonl" and path):
         file = Path(path) if path else HOTPOTQA
-        return _from_hotpotqa(_read_json(file), file.name)
-    if kind == "jsonl" and path:
-        rows = _read_json(Path(path))
-        return [
-            Example(str(r.get("id", i)), r["question"], [str(a) for a in r.get("golden_answers") or r.get("answers") or []])
-            for i, r in enumerate(rows)
-        ]
+        rows = _read_json(file)
+        if isinstance(rows, dict):  # a single object, or {"data": [...]}
+            rows = rows.get("data", [rows])
+        try:
+            return _from_rows(rows, file.name)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise CausalRAGError(
+                f"Dataset {file} has a row without the expected fields ({exc!r}): each row needs a question and "
+                "an answer (HotpotQA / 2WikiMultihopQA JSON) or golden_answers (FlashRAG JSONL)."
+            ) from exc
     raise CausalRAGError(f"Unknown dataset {spec!r}: use demo, hotpotqa, hotpotqa:PATH or jsonl:PATH.")

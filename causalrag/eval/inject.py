@@ -117,7 +117,7 @@ def _question_options(question: str) -> list[str]:
     return list(m.groups()) if m else []
 
 
-def substitutes(example: Example, donors: Sequence[Example], *, seed: int = 0, want: int = 8) -> list[str]:
+def substitutes(example: Example, donors: Sequence[Example], *, seed: int = 0, want: int = 16) -> list[str]:
     """Wrong answers of the gold answer's kind, most similar first (seeded order among equals).
 
     Order: the other option of an "A or B?" question; donors' answers of the same kind (same word
@@ -194,6 +194,19 @@ def _misleading(example: Example, base: Passage | None, substitute: str, variant
     return Passage(title, text, INJECTED)
 
 
+def _plan(example: Example, k: int, donors: Sequence[Example], seed: int) -> list[tuple[Passage | None, str, int]]:
+    """(gold paragraph, substitute, sentence variant) of each of the ``k`` misleading passages."""
+    bases: list[Passage | None] = list(gold_paragraphs(example)) or [None]
+    subs = substitutes(example, donors, seed=seed, want=max(16, k))  # fixed count: K=4 is a prefix of K=8
+    # a repeated (paragraph, substitute) pair gets another assertion sentence
+    return [(bases[i % len(bases)], subs[(i // len(bases)) % len(subs)], i // (len(bases) * len(subs))) for i in range(k)]
+
+
+def asserted_answers(example: Example, k: int, *, donors: Sequence[Example], seed: int = 0) -> list[str]:
+    """The wrong answers the ``k`` misleading passages assert (to tell when a method was misled)."""
+    return list(dict.fromkeys(sub for _, sub, _ in _plan(example, k, donors, seed)))
+
+
 def misleading_passages(
     example: Example, k: int, *, donors: Sequence[Example], seed: int = 0, instruction: bool = False
 ) -> list[Passage]:
@@ -201,21 +214,15 @@ def misleading_passages(
 
     Deterministic for a given ``seed``; ids are distinct and differ from every passage of the pool.
     """
-    if k <= 0:
-        return []
     rng = random.Random(f"{seed}:{example.id}:inject")
-    bases: list[Passage | None] = list(gold_paragraphs(example)) or [None]
-    subs = substitutes(example, donors, seed=seed, want=k)
     taken = {p.id for p in example.passages}
     out: list[Passage] = []
-    for i in range(k):
-        base, substitute = bases[i % len(bases)], subs[(i // len(bases)) % len(subs)]
-        variant = i // (len(bases) * len(subs))  # a repeated (paragraph, substitute) pair gets another sentence
+    for base, substitute, variant in _plan(example, k, donors, seed):
         passage = _misleading(example, base, substitute, variant, rng, instruction)
         while passage.id in taken:
             variant += 1
             passage = _misleading(example, base, substitute, variant, rng, instruction)
-            if variant > len(ASSERTIONS):  # only reachable with very long k: mark the copy in its title
+            if variant > len(ASSERTIONS):  # only reachable with very large k: mark the copy in its title
                 passage = Passage(f"{passage.title} ({variant})", passage.text, INJECTED)
         taken.add(passage.id)
         out.append(passage)

@@ -4,6 +4,7 @@ from causalrag.eval.datasets import Example, load_dataset
 from causalrag.eval.inject import (
     INJECTED,
     answer_kind,
+    asserted_answers,
     is_injected,
     misleading_passages,
     replace_answer,
@@ -72,3 +73,18 @@ def test_without_passages_and_with_distractors():
     grown = with_distractors(ex, 2, donors=donors + [Example("w", "Q?", ["Berlin"])])
     assert len(grown.passages) == 3 and grown.passages[0] == ex.passages[0] and len(ex.passages) == 1
     assert misleading_passages(ex, 0, donors=donors) == []
+
+
+def test_smaller_k_is_a_prefix_of_larger_k():
+    hotpot = load_dataset("hotpotqa")
+    for ex in hotpot[:8]:
+        assert misleading_passages(ex, 4, donors=hotpot) == misleading_passages(ex, 8, donors=hotpot)[:4]
+
+
+def test_asserted_answers_are_the_substitutes_used():
+    hotpot = load_dataset("hotpotqa")
+    ex = hotpot[1]  # two gold paragraphs: K=4 asserts two wrong answers, each twice
+    said = asserted_answers(ex, 4, donors=hotpot)
+    assert said == substitutes(ex, hotpot)[:2]
+    texts = [p.text for p in misleading_passages(ex, 4, donors=hotpot)]
+    assert all(any(s in t for t in texts) for s in said)

@@ -1,0 +1,266 @@
+"""Run methods over a dataset: every (method, question, K injected passages) once, resumable.
+
+One JSON line per result is appended to ``OUT/results.jsonl`` as soon as it is known (flushed and
+synced), so an interrupted run loses at most the result in flight; rerunning the same command skips
+every finished key and a half-written last line is dropped. ``OUT/config.json`` records the
+settings; a rerun with different settings (dataset, setting, seed, parameters, ...) into the same
+folder is refused rather than mixing results. One model load and one embedding model serve the run.
+
+A method that raises on a question gets a result row with ``error`` set (and empty answer), so
+reports count failures instead of silently skipping them; an interrupt (Ctrl-C) is never recorded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from causalrag.errors import CausalRAGError
+from causalrag.eval.datasets import Example, load_dataset
+from causalrag.eval.inject import asserted_answers, is_injected, with_distractors
+from causalrag.eval.metrics import answer_scores, containment, ndcg_at_k, recall_at_k
+from causalrag.eval.settings import CachedEmbeddings, Pools, gold_ids
+
+RESULTS = "results.jsonl"
+CONFIG = "config.json"
+MUST_MATCH = ("dataset", "setting", "seed", "instruction", "params", "model", "collection")
+"""Settings that change what a result means: a resumed run must use the same ones."""
+
+
+@dataclass
+class EvalConfig:
+    dataset: str
+    """``demo``, ``hotpotqa``, ``hotpotqa:PATH`` or ``jsonl:PATH``."""
+    methods: list[str]
+    setting: str = "distractor"
+    """``distractor`` (each question's own pool) or ``open`` (one collection of every paragraph)."""
+    inject: list[int] = field(default_factory=lambda: [0])
+    """Numbers K of misleading passages added to each question's pool."""
+    limit: int | None = None
+    """First N questions only."""
+    params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per-method context parameters (``{"standard_rag": {"k": 3}}``)."""
+    model: str | None = None
+    seed: int = 0
+    """Seed of the injected passages."""
+    instruction: bool = False
+    """Misleading passages also carry a prompt-injection sentence."""
+    collection: str | None = None
+    """Open setting over a dataset without passages: the collection to retrieve from."""
+
+
+def result_key(method: str, question_id: str, inject: int) -> str:
+    return f"{method}|K={inject}|{question_id}"
+
+
+# --------------------------------------------------------------------------- the results file
+def read_results(folder: Path) -> list[dict]:
+    """Finished results, one per key; a truncated or corrupt line (an interrupted write) is dropped from the file."""
+    path = Path(folder) / RESULTS
+    if not path.exists():
+        return []
+    rows: dict[str, dict] = {}
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    clean = True
+    for line in lines:
+        try:
+            row = json.loads(line)
+            if not line.endswith("\n") or not isinstance(row, dict) or "key" not in row:
+                raise ValueError("incomplete row")
+        except ValueError:
+            clean = False
+            continue
+        if row["key"] in rows:
+            clean = False
+            continue
+        rows[row["key"]] = row
+    if not clean:  # rewrite atomically so later appends start on a fresh line
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows.values()), encoding="utf-8")
+        os.replace(tmp, path)
+    return list(rows.values())
+
+
+def _append(path: Path, row: dict) -> None:
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _check_config(folder: Path, config: EvalConfig) -> None:
+    """Write ``config.json``, or check a resumed run uses the same settings (methods/K/limit may grow)."""
+    path = folder / CONFIG
+    new = dataclasses.asdict(config)
+    if path.exists():
+        old = json.loads(path.read_text(encoding="utf-8"))
+        differ = [k for k in MUST_MATCH if json.dumps(old.get(k), sort_keys=True) != json.dumps(new[k], sort_keys=True)]
+        if differ:
+            raise CausalRAGError(
+                f"{folder} holds a run with other settings ({', '.join(f'{k}={old.get(k)!r}' for k in differ)}): "
+                "rerun with the same settings to resume, or pass another --out folder."
+            )
+        new["methods"] = list(dict.fromkeys(old.get("methods", []) + config.methods))
+        new["inject"] = sorted(set(old.get("inject", [])) | set(config.inject))
+    path.write_text(json.dumps(new, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+# --------------------------------------------------------------------------- one result
+def _fallbacks(trace: Iterable[dict]) -> int:
+    """Sum of the parse fallbacks the nodes reported (trace keys containing ``fallback``)."""
+    return int(sum(v for e in trace for k, v in e.items() if "fallback" in k and isinstance(v, (int, float))))
+
+
+def score_result(
+    state: dict, example: Example, *, gold: Sequence[str], pool: Sequence[str] | None, asserted: Sequence[str], k: int
+) -> dict:
+    """Answer and retrieval metrics, evidence and cost of one finished graph run."""
+    from causalrag.nodes.common import summarize_trace
+
+    prediction = str(state.get("answer") or "")
+    docs = list(state.get("documents") or [])
+    ids = [d.id for d in docs]
+    allowed = set(pool) if pool is not None else None
+    trace = state.get("trace") or []
+    return {
+        "prediction": prediction,
+        **answer_scores(prediction, example.answers),
+        "recall": recall_at_k(ids, gold, k) if docs and gold else None,
+        "ndcg": ndcg_at_k(ids, gold, k) if docs and gold else None,
+        "k": k,
+        "misled": containment(prediction, asserted) if asserted else None,
+        "injected_in_evidence": sum(map(is_injected, docs)),
+        "leaked": sum(1 for i in ids if i and allowed is not None and i not in allowed),
+        "documents": [
+            {"id": d.id, "title": d.metadata.get("title", ""), "score": d.metadata.get("score"),
+             "gold": d.id in gold, "injected": is_injected(d)}
+            for d in docs
+        ],
+        **summarize_trace(trace),
+        "fallbacks": _fallbacks(trace),
+    }
+
+
+# --------------------------------------------------------------------------- the run
+class _Progress:
+    """tqdm bar whose postfix shows each method's running containment accuracy."""
+
+    def __init__(self, total: int, done: list[dict], enabled: bool) -> None:
+        from tqdm.auto import tqdm
+
+        self.bar = tqdm(total=total, desc="eval", unit="result", disable=not enabled)
+        self.acc: dict[str, list[float]] = {}
+        for row in done:
+            self.add(row, advance=False)
+
+    def add(self, row: dict, *, advance: bool = True) -> None:
+        self.acc.setdefault(row["method"], []).append(row["acc"])
+        self.bar.set_postfix_str(" ".join(f"{m}={sum(v) / len(v):.2f}" for m, v in self.acc.items()), refresh=False)
+        if advance:
+            self.bar.update()
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def run_eval(
+    config: EvalConfig,
+    out: str | Path,
+    *,
+    llm: Any = None,
+    embeddings: Any = None,
+    progress: bool = True,
+    on_result: Callable[[dict], None] | None = None,
+) -> list[dict]:
+    """Run every pending (method, question, K) of ``config`` into ``out``; returns all results of the folder.
+
+    ``llm`` / ``embeddings`` replace the default model and embedding model (e.g. a fake in tests).
+    """
+    from causalrag.graphs.registry import build_graph, get_method, make_context
+
+    for method in config.methods:
+        get_method(method)  # unknown names fail before any work
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    _check_config(folder, config)
+    results_path = folder / RESULTS
+    done = read_results(folder)
+    finished = {r["key"] for r in done}
+    dataset = load_dataset(config.dataset)
+    examples = dataset[: config.limit] if config.limit else dataset
+    if not examples:
+        raise CausalRAGError(f"Dataset {config.dataset!r} has no questions.")
+    pending = [
+        (k, ex, m) for k in config.inject for ex in examples for m in config.methods
+        if result_key(m, ex.id, k) not in finished
+    ]
+    bar = _Progress(len(pending), [r for r in done if r["method"] in config.methods], progress)
+    if not pending:
+        bar.close()
+        return done
+    if llm is None:
+        from causalrag.tools.llm import default_llm, load_llm
+
+        llm = load_llm(config.model) if config.model else default_llm()
+    if embeddings is None:
+        from causalrag.tools.encoders import default_embeddings
+
+        embeddings = default_embeddings()
+    embeddings = CachedEmbeddings(embeddings)
+    graphs = {m: build_graph(m) for m in config.methods}
+    written: list[dict] = []
+    try:
+        for k in sorted(set(config.inject)):
+            todo = {(ex.id, m) for kk, ex, m in pending if kk == k}
+            if not todo:
+                continue
+            pooled = [with_distractors(ex, k, donors=dataset, seed=config.seed, instruction=config.instruction) for ex in examples]
+            pools = Pools(config.setting, pooled, embeddings, collection=config.collection)
+            try:
+                for original, ex in zip(examples, pooled):
+                    gold = gold_ids(original)
+                    asserted = asserted_answers(original, k, donors=dataset, seed=config.seed) if k else []
+                    for method in config.methods:
+                        if (ex.id, method) not in todo:
+                            continue
+                        ctx = make_context(method, llm=llm, store=pools.store, ids=pools.ids_for(ex), **config.params.get(method, {}))
+                        started = time.perf_counter()
+                        try:
+                            state, error = graphs[method].invoke({"question": ex.question}, context=ctx), None
+                        except Exception as exc:  # noqa: BLE001 - one failing question must not end the run
+                            state, error = {}, f"{type(exc).__name__}: {exc}"
+                        row = {
+                            "key": result_key(method, ex.id, k),
+                            "method": method,
+                            "question_id": ex.id,
+                            "inject": k,
+                            "instruction": config.instruction,
+                            "setting": config.setting,
+                            "dataset": config.dataset,
+                            "type": ex.type,
+                            "question": ex.question,
+                            "answers": ex.answers,
+                            **score_result(state, ex, gold=gold, pool=pools.ids_for(ex), asserted=asserted, k=ctx.k),
+                            "wall_seconds": round(time.perf_counter() - started, 3),
+                            "error": error,
+                            "params": config.params.get(method, {}),
+                            "seed": config.seed,
+                            "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                        }
+                        _append(results_path, row)
+                        written.append(row)
+                        bar.add(row)
+                        if on_result:
+                            on_result(row)
+            finally:
+                pools.close()
+    finally:
+        bar.close()
+    return done + written

@@ -1,0 +1,56 @@
+"""`causalrag eval` / `causalrag report` through typer's CliRunner, with the fake model and embeddings."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from causalrag.cli import app
+from causalrag.errors import CausalRAGError
+from tests.fakes import FakeLLM
+
+
+@pytest.fixture
+def fakes(monkeypatch, fake_embeddings):
+    llm = FakeLLM(default="Heath Ledger")
+    monkeypatch.setattr("causalrag.tools.llm.default_llm", lambda: llm)
+    monkeypatch.setattr("causalrag.tools.encoders.default_embeddings", lambda: fake_embeddings)
+    return llm
+
+
+def test_eval_then_report(tmp_path, fakes):
+    runner = CliRunner()
+    out = tmp_path / "run"
+    args = ["eval", "--dataset", "demo", "--methods", "no_rag,standard_rag", "--inject", "0,2", "--limit", "3",
+            "--out", str(out), "--param", "k=3", "--param", "max_new_tokens=8"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "| standard_rag | 2 | 3 |" in result.output
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == 12 and rows[0]["prediction"] == "Heath Ledger"
+    assert all(len(r["documents"]) == 3 for r in rows if r["method"] == "standard_rag")
+    assert rows[0]["params"] == {"k": 3, "max_new_tokens": 8}
+    prompts = len(fakes.prompts)
+    again = runner.invoke(app, args)  # resumed: nothing to do, the model is not called
+    assert again.exit_code == 0 and len(fakes.prompts) == prompts
+    assert len((out / "results.jsonl").read_text().splitlines()) == 12
+
+    report = runner.invoke(app, ["report", str(out)])
+    assert report.exit_code == 0, report.output
+    assert "standard_rag" in report.output and "report.md" in report.output
+    assert (out / "accuracy_vs_inject.png").read_bytes()[:4] == b"\x89PNG" and (out / "report.csv").stat().st_size > 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["eval", "--inject", "0,x"], "not a comma-separated list"),
+        (["eval", "--param", "nope=1"], "No chosen method has parameter 'nope'"),
+        (["eval", "--methods", "nope"], "Unknown method 'nope'"),
+        (["eval", "--setting", "closed", "--limit", "1"], "Unknown setting"),
+        (["report", "/no/such/run"], "No results"),
+    ],
+)
+def test_bad_input_is_one_sentence(args, message, tmp_path, fakes):
+    result = CliRunner().invoke(app, [*args, *(["--out", str(tmp_path / "r")] if args[0] == "eval" else [])])
+    assert isinstance(result.exception, CausalRAGError) and message in str(result.exception)

@@ -1,0 +1,113 @@
+import json
+
+import pytest
+
+from causalrag.errors import CausalRAGError
+from causalrag.eval.datasets import load_dataset
+from causalrag.eval.inject import asserted_answers, with_distractors
+from causalrag.eval.runner import RESULTS, EvalConfig, read_results, result_key, run_eval
+from tests.fakes import FakeLLM
+
+
+def config(**kw):
+    base = {"dataset": "hotpotqa", "methods": ["no_rag", "standard_rag"], "inject": [0, 4], "limit": 3}
+    return EvalConfig(**{**base, **kw})
+
+
+def keys(rows):
+    return sorted(r["key"] for r in rows)
+
+
+def test_every_key_once_with_metrics_and_cost(tmp_path, fake_embeddings):
+    rows = run_eval(config(), tmp_path, llm=FakeLLM(default="yes"), embeddings=fake_embeddings, progress=False)
+    hotpot = load_dataset("hotpotqa")[:3]
+    assert keys(rows) == sorted(result_key(m, e.id, k) for m in ("no_rag", "standard_rag") for e in hotpot for k in (0, 4))
+    first = next(r for r in rows if r["key"] == result_key("standard_rag", hotpot[0].id, 0))
+    assert first["prediction"] == "yes" and first["em"] == first["acc"] == 1.0  # hotpot[0]'s answer is "yes"
+    assert first["llm_calls"] == 1 and len(first["documents"]) == 5 and 0 <= first["recall"] <= 1
+    closed = next(r for r in rows if r["key"] == result_key("no_rag", hotpot[0].id, 0))
+    assert closed["documents"] == [] and closed["recall"] is None
+    assert [p.name for p in tmp_path.iterdir() if p.suffix == ".jsonl"] == [RESULTS]
+
+
+def test_distractor_setting_retrieves_only_the_questions_pool(tmp_path, fake_embeddings):
+    rows = run_eval(config(methods=["standard_rag"], inject=[8]), tmp_path, llm=FakeLLM(), embeddings=fake_embeddings, progress=False)
+    dataset = load_dataset("hotpotqa")
+    for row in rows:
+        ex = with_distractors(next(e for e in dataset if e.id == row["question_id"]), 8, donors=dataset)
+        assert row["leaked"] == 0 and {d["id"] for d in row["documents"]} <= {p.id for p in ex.passages}
+        assert row["injected_in_evidence"] == sum(d["injected"] for d in row["documents"])
+    # the pool holds 10 + 8 passages: with 5 evidence slots some misleading ones are used overall
+    assert sum(r["injected_in_evidence"] for r in rows) > 0
+
+
+def test_open_setting_searches_every_paragraph(tmp_path, fake_embeddings):
+    rows = run_eval(config(methods=["standard_rag"], inject=[0], setting="open"), tmp_path, llm=FakeLLM(),
+                    embeddings=fake_embeddings, progress=False)
+    dataset = load_dataset("hotpotqa")
+    own = {e.id: {p.title for p in e.passages} for e in dataset}
+    # random embeddings over 200 paragraphs: some evidence comes from other questions' paragraphs
+    assert any(d["title"] not in own[r["question_id"]] for r in rows for d in r["documents"])
+
+
+def test_misled_when_the_answer_is_an_injected_one(tmp_path, fake_embeddings):
+    dataset = load_dataset("hotpotqa")
+    wrong = {e.question: asserted_answers(e, 4, donors=dataset)[0] for e in dataset[:3]}
+    llm = FakeLLM(replies={q: a for q, a in wrong.items()})
+    rows = run_eval(config(methods=["standard_rag"]), tmp_path, llm=llm, embeddings=fake_embeddings, progress=False)
+    injected = [r for r in rows if r["inject"] == 4]
+    assert all(r["misled"] == 1.0 and r["acc"] == 0.0 for r in injected)
+    assert all(r["misled"] is None for r in rows if r["inject"] == 0)
+
+
+def test_resume_after_interrupt_gives_exactly_one_result_per_key(tmp_path, fake_embeddings):
+    calls = {"n": 0}
+
+    def interrupt_on_fifth(prompt):
+        calls["n"] += 1
+        if calls["n"] == 5:
+            raise KeyboardInterrupt
+        return "Paris"
+
+    with pytest.raises(KeyboardInterrupt):
+        run_eval(config(), tmp_path, llm=FakeLLM(default=interrupt_on_fifth), embeddings=fake_embeddings, progress=False)
+    before = read_results(tmp_path)
+    assert len(before) == 4
+    # an interrupt in the middle of a write leaves half a line: it is dropped, not doubled
+    with (tmp_path / RESULTS).open("a") as fh:
+        fh.write('{"key": "standard_rag|K=0|half')
+    rows = run_eval(config(), tmp_path, llm=FakeLLM(default="Paris"), embeddings=fake_embeddings, progress=False)
+    assert len(rows) == len(set(keys(rows))) == 12
+    lines = (tmp_path / RESULTS).read_text().splitlines()
+    assert len(lines) == 12 and len({json.loads(line)["key"] for line in lines}) == 12
+    assert {r["key"]: r["finished_at"] for r in before}.items() <= {r["key"]: r["finished_at"] for r in rows}.items()
+    again = run_eval(config(), tmp_path, llm=FakeLLM(default=interrupt_on_fifth), embeddings=fake_embeddings, progress=False)
+    assert keys(again) == keys(rows)  # nothing left to run: the model is never called
+
+
+def test_a_failing_question_is_recorded_and_the_run_goes_on(tmp_path, fake_embeddings):
+    def broken(prompt):
+        raise RuntimeError("model fell over")
+
+    rows = run_eval(config(methods=["no_rag"], inject=[0]), tmp_path, llm=FakeLLM(default=broken), embeddings=fake_embeddings, progress=False)
+    assert len(rows) == 3 and all("model fell over" in r["error"] and r["acc"] == 0.0 for r in rows)
+
+
+def test_settings_must_match_to_resume_but_methods_may_grow(tmp_path, fake_embeddings):
+    run_eval(config(methods=["no_rag"], inject=[0]), tmp_path, llm=FakeLLM(), embeddings=fake_embeddings, progress=False)
+    with pytest.raises(CausalRAGError, match="other settings"):
+        run_eval(config(methods=["no_rag"], seed=1), tmp_path, llm=FakeLLM(), embeddings=fake_embeddings, progress=False)
+    rows = run_eval(config(methods=["no_rag", "standard_rag"], inject=[0], params={"standard_rag": {"k": 2}}), tmp_path / "b",
+                    llm=FakeLLM(), embeddings=fake_embeddings, progress=False)
+    assert all(len(r["documents"]) == 2 for r in rows if r["method"] == "standard_rag")
+    grown = run_eval(config(methods=["no_rag", "standard_rag"], inject=[0]), tmp_path, llm=FakeLLM(), embeddings=fake_embeddings, progress=False)
+    assert len(grown) == 6
+    assert json.loads((tmp_path / "config.json").read_text())["methods"] == ["no_rag", "standard_rag"]
+
+
+def test_bad_runs_fail_with_one_sentence(tmp_path, fake_embeddings, monkeypatch):
+    with pytest.raises(CausalRAGError, match="Unknown method"):
+        run_eval(config(methods=["nope"]), tmp_path, llm=FakeLLM(), embeddings=fake_embeddings)
+    (tmp_path / "q.jsonl").write_text(json.dumps({"id": "1", "question": "Q?", "golden_answers": ["A"]}) + "\n")
+    with pytest.raises(CausalRAGError, match="no per-question passages"):
+        run_eval(config(dataset=f"jsonl:{tmp_path / 'q.jsonl'}"), tmp_path / "j", llm=FakeLLM(), embeddings=fake_embeddings)
