@@ -1,0 +1,369 @@
+"""RetroRAG nodes: collate → discover → answer → check ⟲ requery (one iteration L per pass).
+
+Every judgment of the paper (self-consistency s_sc, Question-Relevance s_qr, Reference-Attribution
+s_ra) is a yes-probability P(yes)/(P(yes)+P(no)). The bundled 270M base model answers "Yes" to
+nearly anything (≈ 0.55–0.9 whatever the input), so with ``judge="combined"`` (the default) each
+score is made robust in two ways, and both parts are kept in the trace:
+
+1. **calibrated**: the prompt's yes-probability is contrasted with the same prompt on a
+   content-free input ("N/A", Zhao et al. 2021): logit(p_cal) = logit(p) − logit(p_neutral);
+   the neutral prompts ride in the same batched ``yes_probability`` call;
+2. **combined**: s = ½·p_cal + ½·agreement, where agreement is a text score that needs no
+   LLM — for s_sc the agreement of a and a_sc (1 if one normalized answer contains the other,
+   else the larger of their token F1 and MiniLM cosine), for s_qr the cosine of the inference
+   and q_m, for s_ra the share of the inference's content words found in E_s.
+
+A text agreement of 1 passes t = 0.7 unless the calibrated LLM says "no" (p_cal < 0.4); a text
+agreement near 0 can never pass. ``judge="raw"`` is the paper's rule as written.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+
+import numpy as np
+from langchain_core.documents import Document
+from langgraph.runtime import Runtime
+
+from causalrag.eval.metrics import f1_score, normalize_answer
+from causalrag.nodes.common import context, emit, emit_evidence, question_of, stream_text, traced
+from causalrag.prompts import retro as prompts
+from causalrag.prompts.common import one_line
+from causalrag.state.retro import RetroContext, RetroState
+from causalrag.tools.encoders import cosine_matrix
+from causalrag.tools.parsing import clean_answer
+
+_CONNECTORS = {"of", "van", "von", "de", "der", "du", "la", "le", "the"}
+_LEADING = {"in", "on", "at", "what", "which", "who", "whom", "whose", "where", "when", "how", "why",
+            "is", "are", "was", "were", "did", "does", "do", "for", "from", "to", "by", "of", "name"}
+_STOPWORDS = _LEADING | _CONNECTORS | {"and", "a", "an", "it", "its", "his", "her", "their", "was", "with", "as", "that", "this", "be"}
+_UNINFORMATIVE = 0.1
+"""A calibrated yes-probability within this distance of 0.5 says nothing: text agreement decides."""
+
+
+# --------------------------------------------------------------------------- helpers
+def key_entities(question: str) -> list[str]:
+    """k: runs of capitalized words (with inner connectors such as "van", "of") in the question.
+
+    The paper treats k as given; we take it from the question with no LLM call (names and titles
+    are capitalized in the questions of HotpotQA/2Wiki), skipping a capitalized question word.
+    """
+    words = re.findall(r"[\w'’.-]+|[^\w\s]", question)  # punctuation tokens end a run
+    entities, run = [], []
+    for i, word in enumerate(words):
+        capital = word[:1].isupper() and not (i == 0 and word.lower() in _LEADING)
+        if capital or (run and word.lower() in _CONNECTORS):
+            run.append(word)
+            continue
+        entities.append(run)
+        run = []
+    entities.append(run)
+    spans = []
+    for run in entities:
+        while run and run[-1].lower() in _CONNECTORS:
+            run = run[:-1]
+        if run:
+            spans.append(" ".join(run).strip(".?"))
+    return list(dict.fromkeys(s for s in spans if s))
+
+
+def passage_text(doc: Document) -> str:
+    title = doc.metadata.get("title")
+    return f"{title}: {doc.page_content}" if title else doc.page_content
+
+
+def content_words(text: str) -> set[str]:
+    return {w for w in normalize_answer(text).split() if w not in _STOPWORDS}
+
+
+def calibrate(p: float, neutral: float) -> float:
+    """Contextual calibration: remove the prompt's prior log-odds of "yes" (measured on a content-free input)."""
+    clip = lambda x: min(1 - 1e-4, max(1e-4, x))  # noqa: E731
+    logit = math.log(clip(p) / (1 - clip(p))) - math.log(clip(neutral) / (1 - clip(neutral)))
+    return 1 / (1 + math.exp(-logit))
+
+
+def judge(raw: float, neutral: float, agreement: float, mode: str) -> dict:
+    """One judgment: the raw and calibrated yes-probabilities, the text agreement, the score used."""
+    cal = calibrate(raw, neutral)
+    score = {"raw": raw, "calibrated": cal, "combined": 0.5 * (cal + agreement)}[mode]
+    return {"raw": round(raw, 4), "calibrated": round(cal, 4), "agreement": round(agreement, 4),
+            "score": round(score, 4), "uninformative": abs(cal - 0.5) < _UNINFORMATIVE}
+
+
+def answer_agreement(a: str, b: str) -> float:
+    """Text agreement of two short answers: containment → 1, else max(token F1, embedding cosine)."""
+    na, nb = normalize_answer(a), normalize_answer(b)
+    if not na or not nb:
+        return 0.0
+    if f" {na} " in f" {nb} " or f" {nb} " in f" {na} ":
+        return 1.0
+    return max(f1_score(a, [b]), float(cosine_matrix([a], [b])[0, 0]))
+
+
+def support(claim: str, documents: Sequence[Document]) -> float:
+    """Share of the claim's content words that occur in the passages (lexical attribution)."""
+    words = content_words(claim)
+    if not words:
+        return 0.0
+    found = set().union(*(content_words(passage_text(d)) for d in documents)) if documents else set()
+    return len(words & found) / len(words)
+
+
+def best_source(claim: str, documents: Sequence[Document]) -> list[Document]:
+    """The one passage that shares most content words with the claim (M_ra reads it, not all of E_s)."""
+    if not documents:
+        return []
+    words = content_words(claim)
+    return [max(documents, key=lambda d: len(words & content_words(passage_text(d))))]
+
+
+def new_entities(texts: Sequence[str], question: str) -> list[str]:
+    """Capitalized spans of ``texts`` that the question does not name: the bridge entities found so far."""
+    known = content_words(question)
+    spans = [e for t in texts for e in key_entities(t)]
+    return list(dict.fromkeys(e for e in spans if content_words(e) - known))
+
+
+def zscore(x: np.ndarray) -> np.ndarray:
+    return (x - x.mean()) / x.std() if len(x) > 1 and x.std() > 1e-9 else np.zeros_like(x)
+
+
+def match_scores(ctx: RetroContext, query: str, texts: Sequence[str]) -> list[float]:
+    """S_e: how much each text helps answer ``query`` — one batched LLM call and/or one embedding batch.
+
+    "llm" is the paper's M_e yes-probability; "dense" the MiniLM cosine; "combined" the mean of
+    their z-scores (the 270M model's yes-probabilities barely separate relevant passages, see
+    docs/methods/retro.md). Scores only rank the candidates, so no calibration is needed here.
+    """
+    if not texts:
+        return []
+    llm = np.array(ctx.get_llm().yes_probability([prompts.relevance_prompt(t, query) for t in texts])) if ctx.matching != "dense" else None
+    dense = cosine_matrix([query], list(texts))[0].astype(float) if ctx.matching != "llm" else None
+    if llm is None:
+        return dense.round(4).tolist()
+    if dense is None:
+        return llm.round(4).tolist()
+    return ((zscore(llm) + zscore(dense)) / 2).round(4).tolist()
+
+
+def top(items: Sequence, scores: Sequence[float], n: int) -> list[int]:
+    """Indices of the ``n`` best-scored items (stable: ties keep their order)."""
+    return sorted(range(len(items)), key=lambda i: -scores[i])[:n]
+
+
+def with_score(doc: Document, score: float) -> Document:
+    meta = dict(doc.metadata)
+    meta.setdefault("retrieval_score", meta.get("score"))
+    meta["score"] = float(score)
+    return Document(id=doc.id, page_content=doc.page_content, metadata=meta)
+
+
+def parse_facts(text: str, limit: int) -> list[str]:
+    """Bullet lines of the M_IE completion (the first bullet's dash is in the prompt); fragments
+    under three words (a line cut by the token budget) are dropped."""
+    facts = []
+    for line in text.splitlines():
+        fact = one_line(line.lstrip("-*• ").strip())
+        if len(fact.split()) >= 3 and not fact.lower().startswith(("facts about", "passages", "question")):
+            facts.append(fact)
+    return list(dict.fromkeys(facts))[:limit]
+
+
+def split_cot(text: str) -> tuple[str, str | None]:
+    """(reasoning r, answer a) of an M_C completion; a is None when no "Answer:" line came."""
+    head, sep, tail = text.partition("Answer:")
+    reasoning = one_line(head)
+    return reasoning, clean_answer(tail) if sep else None
+
+
+# --------------------------------------------------------------------------- nodes
+@traced
+def collate(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
+    """Evidence collation (Eq. 2): retrieve with q_s^(L-1), score E_s^(L-1) ∪ D_C^(L) against q_m^(L), keep top N.
+
+    D_C^(L) is the top ``retrieve_k`` passages not already held (re-retrieving held passages adds
+    nothing). With ``collation=False`` (the "w/o UoE" ablation) new passages are only appended.
+    """
+    ctx = context(runtime)
+    question = question_of(state)
+    iteration = state.get("iteration", 0) + 1
+    search = state.get("search_query") or question
+    matching = question if search == question else f"{question} {search}"
+    held = list(state.get("source_evidence") or [])
+    held_ids = {d.id for d in held}
+    hits = ctx.get_store().retrieve(search, ctx.retrieve_k + len(held), mode=ctx.retrieval, ids=ctx.ids)
+    new = [d for d in hits if d.id not in held_ids][: ctx.retrieve_k]
+    pool = held + new
+    if ctx.collation:
+        scores = match_scores(ctx, matching, [passage_text(d) for d in pool])
+        kept = [with_score(pool[i], scores[i]) for i in top(pool, scores, ctx.evidence_size)]
+    else:
+        scores, kept = [], pool
+    kept_ids = {d.id for d in kept}
+    dropped = [d.metadata.get("title", d.id) for d in held if d.id not in kept_ids]
+    emit_evidence(runtime, "collate", kept, iteration=iteration, query=search, new=len(new), dropped=dropped)
+    update = {
+        "iteration": iteration,
+        "search_query": search,
+        "matching_query": matching,
+        "source_evidence": kept,
+        "documents": kept,
+        "trace": [{"iteration": iteration, "query": search, "candidates": len(pool), "new": len(new),
+                   "match_scores": scores, "kept": [d.metadata.get("title", d.id) for d in kept], "dropped": dropped}],
+    }
+    if not state.get("key_entities"):
+        update["key_entities"] = key_entities(question)
+    return update
+
+
+@traced
+def discover(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
+    """Evidence discovery (Eq. 3–4): deduce e_ic about k from E_s^(L), keep those with s_qr > 0.5
+    and s_ra > 0.5, merge with E_i^(L-1), score against q with S_e, keep the top K.
+
+    One generation (M_IE) and one batched ``yes_probability`` call for both gates of every
+    candidate and their two content-free prompts; then S_e over E_i^(L-1) ∪ passed. M_ra reads the
+    candidate with the one passage of E_s that shares most words with it ("found in any claim of
+    E_s", checked where it can be found), which keeps each gate prompt short on a CPU.
+    """
+    ctx = context(runtime)
+    if not ctx.discovery:
+        return {"inferential_evidence": [], "trace": [{"discovery": False}]}
+    question, llm = question_of(state), ctx.get_llm()
+    sources = list(state.get("source_evidence") or [])
+    previous = list(state.get("inferential_evidence") or [])
+    matching = state.get("matching_query") or question
+    completion = llm.generate(
+        [prompts.inference_prompt(question, state.get("key_entities") or [], sources)],
+        max_new_tokens=12 * ctx.max_inferences, stop=prompts.LIST_STOP,
+    )[0][0]
+    seen = {normalize_answer(p) for p in previous} | {normalize_answer(question)}
+    candidates = [f for f in parse_facts(completion, ctx.max_inferences) if normalize_answer(f) not in seen]
+    gates = [prompts.question_relevance_prompt(c, previous, matching) for c in candidates]
+    gates += [prompts.attribution_prompt(c, best_source(c, sources)) for c in candidates]
+    gates += [prompts.question_relevance_prompt(prompts.CONTENT_FREE, previous, matching),
+              prompts.attribution_prompt(prompts.CONTENT_FREE, sources[:1])]
+    yes = llm.yes_probability(gates) if candidates else []
+    n = len(candidates)
+    relevance = cosine_matrix(candidates, [matching])[:, 0] if candidates else []
+    judged = [
+        {"fact": c,
+         "qr": judge(yes[i], yes[2 * n], float(relevance[i]), ctx.judge),
+         "ra": judge(yes[n + i], yes[2 * n + 1], support(c, sources), ctx.judge)}
+        for i, c in enumerate(candidates)
+    ]
+    passed = [j["fact"] for j in judged if j["qr"]["score"] > ctx.gate_threshold and j["ra"]["score"] > ctx.gate_threshold]
+    pool = previous + passed
+    if ctx.collation:
+        scores = match_scores(ctx, question, pool)
+        kept = [pool[i] for i in top(pool, scores, ctx.inferential_size)]
+    else:
+        scores, kept = [], pool
+    emit(runtime, "inferences", "discover", iteration=state.get("iteration", 1), candidates=judged, kept=kept)
+    uninformative = sum(j[g]["uninformative"] for j in judged for g in ("qr", "ra"))
+    return {
+        "inferential_evidence": kept,
+        "trace": [{"iteration": state.get("iteration", 1), "generated": n, "passed": len(passed), "kept": kept,
+                   "gates": judged, "match_scores": scores, "gates_uninformative_llm": uninformative,
+                   "parse_fallbacks": int(not candidates and bool(completion.strip()))}],
+    }
+
+
+@traced
+def answer(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
+    """Answerer: chain-of-thought (a, r) at low temperature (M_C) and a direct answer a_sc at temperature 1.0 (M_D).
+
+    The CoT completion streams token by token when greedy. If it has no "Answer:" line, the
+    answer is asked for once more after its reasoning (counted as ``cot_fallbacks``).
+    """
+    ctx = context(runtime)
+    question, llm = question_of(state), ctx.get_llm()
+    sources = list(state.get("source_evidence") or [])
+    facts = list(state.get("inferential_evidence") or [])
+    cot = prompts.cot_prompt(question, sources, facts)
+    if ctx.answer_temperature > 0:
+        completion = llm.generate([cot], max_new_tokens=ctx.reasoning_tokens, temperature=ctx.answer_temperature,
+                                  stop=prompts.ANSWER_STOP, seed=ctx.seed)[0][0]
+    else:
+        completion = stream_text(runtime, llm, cot, stage="answer", max_new_tokens=ctx.reasoning_tokens, stop=prompts.ANSWER_STOP)
+    reasoning, final = split_cot(completion)
+    fallback = final is None
+    if fallback:
+        final = clean_answer(llm.generate([f"{cot} {reasoning}\nAnswer:"], max_new_tokens=ctx.max_new_tokens,
+                                          stop=prompts.LINE_STOP)[0][0])
+    iteration = state.get("iteration", 1)
+    seed = None if ctx.seed is None else ctx.seed + iteration
+    sampled = llm.generate([prompts.direct_prompt(question, sources, facts)], max_new_tokens=ctx.max_new_tokens,
+                           temperature=ctx.sc_temperature, stop=prompts.LINE_STOP, seed=seed)[0][0]
+    sc_answer = clean_answer(sampled)
+    emit(runtime, "answer", "answer", iteration=iteration, answer=final, reasoning=reasoning, sc_answer=sc_answer)
+    return {"answer": final, "reasoning": reasoning, "sc_answer": sc_answer,
+            "trace": [{"iteration": iteration, "answer": final, "reasoning": reasoning, "sc_answer": sc_answer,
+                       "cot_fallbacks": int(fallback)}]}
+
+
+@traced
+def check(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
+    """Answer evaluation (Eq. 1): s_sc from M_sc; stop when s_sc > t or after ``max_iterations``.
+
+    An empty a or a_sc cannot be consistent: s_sc = 0 without an LLM call (``empty_answer``).
+    """
+    ctx = context(runtime)
+    question = question_of(state)
+    final, sc_answer = state.get("answer") or "", state.get("sc_answer") or ""
+    iteration = state.get("iteration", 1)
+    if normalize_answer(final) and normalize_answer(sc_answer):
+        raw, neutral = ctx.get_llm().yes_probability([
+            prompts.consistency_prompt(question, final, sc_answer),
+            prompts.consistency_prompt(question, prompts.CONTENT_FREE, prompts.CONTENT_FREE),
+        ])
+        verdict = judge(raw, neutral, answer_agreement(final, sc_answer), ctx.judge)
+    else:
+        verdict = {"raw": None, "calibrated": None, "agreement": 0.0, "score": 0.0, "uninformative": False}
+    score = verdict["score"]
+    reason = "consistent" if score > ctx.threshold else "max_iterations" if iteration >= ctx.max_iterations else ""
+    emit(runtime, "score", "check", iteration=iteration, sc=verdict, stop=reason)
+    if reason:
+        emit(runtime, "answer", "final", answer=final, iteration=iteration, reason=reason)
+    record = {
+        "iteration": iteration,
+        "query": state.get("search_query", question),
+        "evidence": [d.metadata.get("title", d.id) for d in state.get("source_evidence") or []],
+        "inferential_evidence": list(state.get("inferential_evidence") or []),
+        "answer": final, "reasoning": state.get("reasoning", ""), "sc_answer": sc_answer,
+        "sc": verdict, "stop": reason,
+    }
+    return {"sc_score": score, "stop_reason": reason, "rounds": [record],
+            "trace": [{"iteration": iteration, "sc": verdict, "stop": reason,
+                       "empty_answer": int(verdict["raw"] is None)}]}
+
+
+@traced
+def requery(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
+    """Re-query generator G_R (Eq. 5): q_s^(L) from (E_s^(L), E_i^(L), r, q).
+
+    A query that is empty, repeats the last query, or adds no word to the question targets no
+    missing information; it falls back to the entities that the reasoning and the inferential
+    evidence name beyond the question (the bridge entity, e.g. a novel's author), else to the
+    pseudo-answer a with the key entities. Fallbacks are counted as ``requery_fallbacks``.
+    """
+    ctx = context(runtime)
+    question = question_of(state)
+    completion = ctx.get_llm().generate(
+        [prompts.requery_prompt(question, state.get("source_evidence") or [], state.get("inferential_evidence") or [],
+                                state.get("reasoning", ""))],
+        max_new_tokens=ctx.query_tokens, stop=prompts.LINE_STOP,
+    )[0][0]
+    query = clean_answer(completion)
+    facts = [state.get("reasoning") or "", *(state.get("inferential_evidence") or [])]
+    fallback = not (content_words(query) - content_words(question)) or normalize_answer(query) == normalize_answer(
+        state.get("search_query") or "")
+    if fallback:
+        bridge = " ".join(new_entities(facts, question))
+        query = bridge or " ".join([state.get("answer") or "", *(state.get("key_entities") or [])]).strip() or question
+    emit(runtime, "query", "requery", iteration=state.get("iteration", 1), query=query, fallback=fallback)
+    return {"search_query": query, "trace": [{"iteration": state.get("iteration", 1), "query": query,
+                                              "requery_fallbacks": int(fallback)}]}

@@ -1,0 +1,91 @@
+"""RetroRAG state and parameters (Xiao et al., "Retrieval-Augmented Generation by Evidence Retroactivity").
+
+One iteration L of the loop reads: collate E_s^(L) from the re-query q_s^(L-1) → discover the
+inferential evidence E_i^(L) → answer (a, r) and self-consistency answer a_sc → check s_sc > t,
+else write the re-query q_s^(L) and go round again.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+from langchain_core.documents import Document
+
+from causalrag.state.base import OutputState, RAGContext, RAGState
+
+
+class RetroOutput(OutputState):
+    """What a caller sees: the answer, the collated source evidence, and every iteration's record."""
+
+    inferential_evidence: list[str]
+    rounds: Annotated[list[dict], operator.add]
+
+
+class RetroState(RAGState):
+    iteration: int
+    """L, the current iteration (1-based)."""
+    search_query: str
+    """q_s^(L-1): the query the next collation retrieves with (q_s^(0) = q)."""
+    matching_query: str
+    """q_m^(L) = [q, q_s^(L-1)]: what collation and the QR gate score against."""
+    key_entities: list[str]
+    """k: the question's key entities, fixed for the whole run."""
+    source_evidence: list[Document]
+    """E_s^(L): the top-N collated passages."""
+    inferential_evidence: list[str]
+    """E_i^(L): the top-K inferences that passed both gates."""
+    reasoning: str
+    """r: the chain-of-thought behind the pseudo-answer a (``answer``)."""
+    sc_answer: str
+    """a_sc: the self-consistency (direct, temperature 1.0) answer."""
+    sc_score: float
+    """s_sc: the evaluator's agreement score of a and a_sc."""
+    stop_reason: str
+    """"consistent" (s_sc > t), "max_iterations", or "" while the loop goes on."""
+    rounds: Annotated[list[dict], operator.add]
+    """One record per iteration: query, evidence, inferences, answers, scores (JSON-ready)."""
+
+
+@dataclass(kw_only=True)
+class RetroContext(RAGContext):
+    """RetroRAG's tunables with the paper's defaults (Experiments → Settings, Figure 4)."""
+
+    retrieval: Literal["dense", "bm25", "hybrid"] = "bm25"
+    """Retriever for collation; the paper uses BM25 (and SimLM, a dense retriever)."""
+    retrieve_k: int = 5
+    """|D_C^(L)|: passages retrieved per iteration ("top 5 relevant passages")."""
+    evidence_size: int = 5
+    """N: source evidence kept after collation ("size of the evidence repository" = 5)."""
+    inferential_size: int = 5
+    """K: inferential evidence kept after discovery (the paper sets K = N)."""
+    max_iterations: int = 5
+    """Maximum number of iterations (5; Figure 4 peaks at 5–6)."""
+    threshold: float = 0.7
+    """t: stop when s_sc > t (default 0.7). t ≥ 1 disables the stop: the paper's "w/o AE" ablation."""
+    gate_threshold: float = 0.5
+    """Both discovery gates keep an inference only when s_qr > 0.5 and s_ra > 0.5 (Eq. 3)."""
+    answer_temperature: float = 0.0
+    """Answer-generator temperature (paper: 0.01; 0 is greedy)."""
+    sc_temperature: float = 1.0
+    """SC-generator temperature (paper: 1.00)."""
+    judge: Literal["combined", "calibrated", "raw"] = "combined"
+    """How yes-probabilities become s_sc, s_qr, s_ra: "raw" is the paper's P(yes)/(P(yes)+P(no));
+    "calibrated" contrasts it with a content-free prompt; "combined" (default for small models)
+    averages the calibrated probability with a text-agreement score (see ``nodes.retro``)."""
+    matching: Literal["llm", "dense", "combined"] = "combined"
+    """Matching scorer S_e for collation and inferential-evidence updating: the LLM relevance
+    yes-probability (paper, prompt M_e), dense cosine, or the mean of their z-scores."""
+    max_inferences: int = 3
+    """Inferential-evidence candidates e_ic generated per iteration (one generation, one per line)."""
+    discovery: bool = True
+    """False → the "w/o IE" ablation: no inferential evidence is generated or used."""
+    collation: bool = True
+    """False → the "w/o UoE" ablation: new passages are appended, never re-scored or dropped."""
+    reasoning_tokens: int = 48
+    """Token budget of the chain-of-thought answer (reasoning line + answer line)."""
+    query_tokens: int = 16
+    """Token budget of the re-query."""
+    seed: int | None = 0
+    """Seed of the temperature-1.0 SC generator, for reproducible runs (None: unseeded)."""
