@@ -22,6 +22,7 @@ from causalrag.prompts.astute import (
     LINE_STOP,
     combined_prompt,
     consolidate_prompt,
+    echoes_example,
     internal_prompt,
     label_of,
     parse_final,
@@ -51,6 +52,10 @@ def one_group_per_passage(pool: Sequence[Document]) -> list[dict]:
 def members(group: dict, pool: Sequence[Document]) -> list[Document]:
     by_label = {label_of(d): d for d in pool}
     return [by_label[s] for s in group["sources"] if s in by_label]
+
+
+def passages_of(group: dict, pool: Sequence[Document]) -> str:
+    return " ".join(d.page_content for d in members(group, pool))
 
 
 def _norm(text: str) -> str:
@@ -116,12 +121,14 @@ def build_pool(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
 def _groups_or_fallback(text: str, pool: Sequence[Document], last: Sequence[dict]) -> tuple[list[dict], dict]:
     """Parsed groups, else the last groups, else one group per passage; with the figures for the trace."""
     parsed = parse_groups(text, [label_of(d) for d in pool])
-    groups = parsed.groups or list(last) or one_group_per_passage(pool)
+    fresh = [g for g in parsed.groups if not echoes_example(g, passages_of(g, pool))]
+    groups = fresh or list(last) or one_group_per_passage(pool)
     figures = {
         "groups": len(groups),
         "group_sources": [g["sources"] for g in groups],
         "unknown_labels": parsed.unknown_labels,
-        "consolidation_fallback": int(not parsed.groups),
+        "example_echoes": len(parsed.groups) - len(fresh),
+        "consolidation_fallback": int(not fresh),
     }
     return groups, figures
 
@@ -150,7 +157,8 @@ def consolidate(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
 def propose(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
     """One answer per consolidated group with a 0-10 confidence: all groups in one batched call.
 
-    A missing confidence falls back to the group's share of the pool (its source support) and is counted.
+    A missing confidence falls back to the group's share of the pool (its source support) and is counted;
+    an empty answer, or the prompt example's answer echoed, drops the group (``dropped_answers``).
     """
     ctx = context(runtime)
     question, pool = question_of(state), state.get("pool") or []
@@ -160,7 +168,7 @@ def propose(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
     candidates, missing = [], 0
     for group, out in zip(groups, outputs):
         answer, confidence = parse_proposal(out[0] if out else "")
-        if not answer:
+        if not answer or echoes_example({"answer": answer}, passages_of(group, pool)):
             continue
         if confidence is None:
             missing += 1
@@ -171,7 +179,7 @@ def propose(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
         "answers": [c["answer"] for c in candidates],
         "confidences": [c["confidence"] for c in candidates],
         "confidence_fallbacks": missing,
-        "empty_answers": len(groups) - len(candidates),
+        "dropped_answers": len(groups) - len(candidates),
     }
     return {"candidates": candidates, "trace": [figures]}
 
@@ -179,8 +187,9 @@ def propose(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
 def _finish(runtime: Runtime, state: AstuteState, candidates: list[dict], final: str | None) -> tuple[dict, dict]:
     """The final answer: the candidate the marked answer names, else the most reliable candidate.
 
-    The final answer must be one of the groups' answers when there are any, so a few-shot example
-    copied into the markers (or any text a passage planted) cannot become the answer on its own.
+    The final answer is always one of the groups' answers, so a few-shot example copied into the
+    markers (or any text a passage planted there) cannot become the answer on its own; with no
+    candidate at all (empty pool, or every group dropped) the standard RAG answer stands in.
     """
     ctx = context(runtime)
     pool = state.get("pool") or []
@@ -190,9 +199,9 @@ def _finish(runtime: Runtime, state: AstuteState, candidates: list[dict], final:
         chosen = most_reliable(candidates)
     if chosen >= 0:
         answer, used = candidates[chosen]["answer"], members(candidates[chosen], pool)
-    else:  # no group proposed an answer (e.g. an empty pool): the marked answer, else plain RAG's answer
+    else:  # no group proposed an answer (e.g. an empty pool): plain RAG's answer
         used = list(state.get("documents") or [])[: ctx.k]
-        answer = final or clean_answer(
+        answer = clean_answer(
             ctx.get_llm().generate([answer_prompt(question_of(state), used)], max_new_tokens=ctx.max_new_tokens, stop=ANSWER_STOP)[0][0]
         )
     emit(runtime, "answer", "select", answer=answer, chosen=chosen)
@@ -201,8 +210,7 @@ def _finish(runtime: Runtime, state: AstuteState, candidates: list[dict], final:
         "chosen_group": chosen,
         "group_confidences": [c.get("confidence") for c in candidates],
         "select_fallback": select_fallback,
-        "no_candidates": int(not candidates),
-        "plain_answer_fallback": int(not candidates and not final),
+        "plain_answer_fallback": int(not candidates),
     }
     return update, figures
 

@@ -122,6 +122,24 @@ _GROUPS_EXAMPLE = (  # agreeing sources in one group, the conflicting one apart,
 )
 _EXAMPLE_QUESTION = "What is the capital of Norway?"
 
+
+
+def echoes_example(group: dict, passages: str) -> bool:
+    """True when a group (or its answer) repeats the worked example instead of the real passages.
+
+    Small base models copy few-shot examples verbatim; a claim equal to an example claim, or an
+    example answer ("Oslo") that no passage mentions, is such a copy and is dropped by the caller.
+    """
+    claims = {_words(g["claim"]) for g in _GROUPS_EXAMPLE}
+    answers = {_words(g["answer"]) for g in _GROUPS_EXAMPLE}
+    answer = _words(group.get("answer") or "")
+    return _words(group.get("claim") or "") in claims or (answer in answers and answer not in _words(passages))
+
+
+def _words(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
 _CONSOLIDATE_TASK = (
     "Consolidate the passages (ext = retrieved, int = from memory). Put passages that agree in one group "
     "and passages that conflict in separate groups; leave out passages that do not help answer the question. "

@@ -186,3 +186,13 @@ def test_registered_with_paper_defaults_and_empty_question_is_an_error(memory_st
     assert params["iterations"] == 2 and params["max_internal"] == 1 and params["combined"] is False
     with pytest.raises(EmptyQuestionError):
         run(fake(), memory_store, question="  ")
+
+
+def test_echoes_of_the_prompt_example_are_dropped(memory_store):
+    echo = "Group 1 [ext 1, ext 2, int 1]: Oslo is the capital | answer: Oslo | confidence: 9\nFinal: <answer>Oslo</answer>"
+    state = run(fake(**{"After the claim": echo}), memory_store, iterations=1, combined=True)
+    last = state["trace"][-1]
+    assert last["example_echoes"] == 1 and last["consolidation_fallback"] == 1
+    assert state["answer"] != "Oslo" and last["plain_answer_fallback"] == 1
+    state = run(fake(**{"rate from 0 to 10": " Oslo\nConfidence: 9"}), memory_store, iterations=1)
+    assert state["candidates"] == [] and state["trace"][-2]["dropped_answers"] == 2
