@@ -201,6 +201,8 @@ def run_eval(
         (k, ex, m) for k in config.inject for ex in examples for m in config.methods
         if result_key(m, ex.id, k) not in finished
     ]
+    if any(config.inject) and not any(e.passages for e in examples):
+        raise CausalRAGError("Injected passages need per-question pools, which this dataset lacks: use --inject 0.")
     bar = _Progress(len(pending), [r for r in done if r["method"] in config.methods], progress)
     if not pending:
         bar.close()
@@ -222,7 +224,9 @@ def run_eval(
             if not todo:
                 continue
             pooled = [with_distractors(ex, k, donors=dataset, seed=config.seed, instruction=config.instruction) for ex in examples]
-            pools = Pools(config.setting, pooled, embeddings, collection=config.collection)
+            asked = {ex.id for ex in examples}
+            rest = [ex for ex in dataset if ex.id not in asked]
+            pools = Pools(config.setting, pooled, embeddings, collection=config.collection, background=rest)
             try:
                 for original, ex in zip(examples, pooled):
                     gold = gold_ids(original)

@@ -65,7 +65,10 @@ class Pools:
         embeddings: Embeddings,
         *,
         collection: str | None = None,
+        background: Sequence[Example] = (),
     ) -> None:
+        """``examples`` are the questions asked (pools with their injected passages); in the open
+        setting the paragraphs of ``background`` (the rest of the dataset) join the collection too."""
         if setting not in SETTINGS:
             raise CausalRAGError(f"Unknown setting {setting!r}: use distractor or open.")
         has_pools = any(e.passages for e in examples)
@@ -74,7 +77,8 @@ class Pools:
         self.setting = setting
         self.temporary = has_pools
         if has_pools:
-            self.store = Store.in_memory([p for e in examples for p in e.passages], embeddings=embeddings)
+            corpus = [*examples, *(background if setting == "open" else ())]
+            self.store = Store.in_memory([p for e in corpus for p in e.passages], embeddings=embeddings)
         else:
             self.store = Store(collection or DEMO_COLLECTION, embeddings=embeddings)
 

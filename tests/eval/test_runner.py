@@ -110,4 +110,22 @@ def test_bad_runs_fail_with_one_sentence(tmp_path, fake_embeddings, monkeypatch)
         run_eval(config(methods=["nope"]), tmp_path, llm=FakeLLM(), embeddings=fake_embeddings)
     (tmp_path / "q.jsonl").write_text(json.dumps({"id": "1", "question": "Q?", "golden_answers": ["A"]}) + "\n")
     with pytest.raises(CausalRAGError, match="no per-question passages"):
-        run_eval(config(dataset=f"jsonl:{tmp_path / 'q.jsonl'}"), tmp_path / "j", llm=FakeLLM(), embeddings=fake_embeddings)
+        run_eval(config(dataset=f"jsonl:{tmp_path / 'q.jsonl'}", inject=[0]), tmp_path / "j", llm=FakeLLM(), embeddings=fake_embeddings)
+
+
+def test_open_setting_corpus_is_the_whole_dataset_even_with_a_limit(fake_embeddings):
+    from causalrag.eval.settings import Pools
+
+    dataset = load_dataset("hotpotqa")
+    pools = Pools("open", dataset[:2], fake_embeddings, background=dataset[2:])
+    assert pools.store.count() == len({p.id for e in dataset for p in e.passages}) and pools.ids_for(dataset[0]) is None
+    pools.close()
+    pools = Pools("distractor", dataset[:2], fake_embeddings, background=dataset[2:])
+    assert pools.store.count() == 20 and pools.ids_for(dataset[0]) == [p.id for p in dataset[0].passages]
+    pools.close()
+
+
+def test_injection_without_pools_is_refused(tmp_path, fake_embeddings):
+    (tmp_path / "q.jsonl").write_text(json.dumps({"id": "1", "question": "Q?", "golden_answers": ["A"]}) + "\n")
+    with pytest.raises(CausalRAGError, match="use --inject 0"):
+        run_eval(config(dataset=f"jsonl:{tmp_path / 'q.jsonl'}", setting="open"), tmp_path / "j", llm=FakeLLM(), embeddings=fake_embeddings)
