@@ -8,7 +8,6 @@ counter and the context alone.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from langchain_core.documents import Document
@@ -31,6 +30,7 @@ from causalrag.prompts.astute import (
     parse_proposal,
     propose_prompt,
     select_prompt,
+    words,
 )
 from causalrag.prompts.common import ANSWER_STOP, answer_prompt
 from causalrag.state.astute import AstuteContext, AstuteState
@@ -58,19 +58,15 @@ def passages_of(group: dict, pool: Sequence[Document]) -> str:
     return " ".join(d.page_content for d in members(group, pool))
 
 
-def _norm(text: str) -> str:
-    return " ".join(re.findall(r"\w+", text.lower()))
-
-
 def match_candidate(final: str | None, candidates: Sequence[dict]) -> int:
-    """Index of the candidate whose answer the final answer names (equal, or one contains the other); -1 if none."""
+    """Index of the candidate whose answer the final answer names (equal, or one contains the other's words); -1 if none."""
     if not final:
         return -1
-    want = _norm(final)
+    want = f" {words(final)} "
     scored = [
         (0 if have == want else 1, i)
         for i, c in enumerate(candidates)
-        if (have := _norm(c.get("answer") or "")) and (have == want or have in want or want in have)
+        if (have := f" {words(c.get('answer') or '')} ").strip() and (have in want or want in have)
     ]
     return min(scored)[1] if scored else -1
 

@@ -130,13 +130,14 @@ def echoes_example(group: dict, passages: str) -> bool:
     Small base models copy few-shot examples verbatim; a claim equal to an example claim, or an
     example answer ("Oslo") that no passage mentions, is such a copy and is dropped by the caller.
     """
-    claims = {_words(g["claim"]) for g in _GROUPS_EXAMPLE}
-    answers = {_words(g["answer"]) for g in _GROUPS_EXAMPLE}
-    answer = _words(group.get("answer") or "")
-    return _words(group.get("claim") or "") in claims or (answer in answers and answer not in _words(passages))
+    claims = {words(g["claim"]) for g in _GROUPS_EXAMPLE}
+    answers = {words(g["answer"]) for g in _GROUPS_EXAMPLE}
+    answer = words(group.get("answer") or "")
+    return words(group.get("claim") or "") in claims or (answer in answers and answer not in words(passages))
 
 
-def _words(text: str) -> str:
+def words(text: str) -> str:
+    """Lower-cased word tokens joined by single spaces (for comparing answers and claims)."""
     return " ".join(re.findall(r"\w+", text.lower()))
 
 
