@@ -312,7 +312,8 @@ class LlamaCppLLM:
         outputs: list[list[str]] = [[] for _ in prompts]
         with self._lock:
             cells = lambda r: len(encoded[rows[r]]) + max_new_tokens  # noqa: E731
-            for group in self._rounds(range(len(rows)), cells, rows=self.parallel, reserved=len(self._cached)):
+            # row 0 replaces the cached sequence, so only the rows' own cells count
+            for group in self._rounds(range(len(rows)), cells, rows=self.parallel, reserved=0):
                 texts = [""] * len(group)
                 for r, text in self._decode_rows(
                     [encoded[rows[g]] for g in group], max_new_tokens=max_new_tokens, temperature=temperature, rng=rng, stop=stop

@@ -188,11 +188,12 @@ class OpenAILLM:
                         continue
                     choice = (json.loads(line[5:]).get("choices") or [{}])[0]
                     piece = (choice.get("delta") or {}).get("content") or "" if self.api == "chat" else choice.get("text") or ""
-                    cut = truncate_at_stop(text + piece, stop)
+                    full = text + piece
+                    cut = truncate_at_stop(full, stop)
                     if len(cut) > len(text):
                         yield cut[len(text) :]
                     text = cut
-                    if len(cut) < len(text + piece):
+                    if len(cut) < len(full):  # a stop string appeared
                         break
         except httpx.TransportError as exc:
             raise ServerUnreachableError(self.base_url, type(exc).__name__) from exc
