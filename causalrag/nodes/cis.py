@@ -77,7 +77,7 @@ def rerank_cis(state: CISState, runtime: Runtime[CISContext]) -> dict:
         "candidates": len(docs),
         "kept": len(kept),
         "nonfinite_scores": nonfinite,
-        "top_cis": round(kept[0].metadata["cis"], 3),
+        "top_cis": round(ranked[0].metadata["cis"], 3),
         "moved_into_top_k": sum(d.metadata["first_stage_rank"] > ctx.k for d in kept),
     }
     return {"documents": kept, "cis_scores": table, "trace": [figures]}
