@@ -2,7 +2,7 @@
 debiasing solve of Eq. 4 (§3.1). No LLM, no graph: the nodes in ``nodes/moi.py`` call these.
 
 A permutation is a tuple of passage indices into the retriever's ranking (0 = top passage);
-position 0 is the slot the answer step gives ``documents[0]``.
+position 0 is the first passage of the scoring prompt.
 """
 
 from __future__ import annotations
@@ -105,8 +105,7 @@ def solve_position_bias(
     fits equally well for every a ≠ 0, including the mirror a < 0 that reverses the ranking.
     Cyclic proposals are under-determined too (n equations, n + K − 1 unknowns). The prior picks
     one fit: w₀ ∝ 1/(j+1) encodes the position bias the paper measures (Fig. 6: the first
-    position weighs most; our position 0 is the slot next to the question, where the answer step
-    puts its top passage), which fixes the sign; the ridge fixes the scale. With pruned
+    position, the first passage of the prompt, weighs most), which fixes the sign; the ridge fixes the scale. With pruned
     proposals (passages absent from a prompt add nothing) the fit is identifiable and the prior
     is negligible. Scores are standardized first: since Σ w = 1 an affine change of the scores
     is the same affine change of u, which we undo.

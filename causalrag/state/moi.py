@@ -22,7 +22,7 @@ class MoIState(RAGState, total=False):
     candidates: list[Document]
     """The n retrieved passages in the retriever's order (the reference ordering of App. B)."""
     permutations: list[list[int]]
-    """Orderings scored (indices into ``candidates``; position 0 is the answer step's top slot)."""
+    """Orderings scored (indices into ``candidates``; position 0 is the first passage of the prompt)."""
     saliency: list[float]
     """s(π) = log p(q | passages in order π) − log p(q), one per permutation (Eq. 3)."""
     log_p_question: float

@@ -21,10 +21,10 @@ def passage_lines(prefix: str) -> list[str]:
 
 
 def saliency(prefix: str, continuation: str) -> float:
-    """Fake log p(q | passages): the Canberra passage helps, the more so the nearer the question
-    (the last line is position 0); every passage adds a little; no passages → -20."""
+    """Fake log p(q | passages): the Canberra passage helps, the more so the earlier it comes
+    (primacy, as the paper's Fig. 6); every passage adds a little; no passages → -20."""
     lines = passage_lines(prefix)
-    bias = [(i + 1) / len(lines) for i in range(len(lines))]
+    bias = [(len(lines) - i) / len(lines) for i in range(len(lines))]
     return -20.0 + sum(b * (3.0 if "Canberra:" in line else 0.2) for b, line in zip(bias, lines))
 
 
