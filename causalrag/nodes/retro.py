@@ -11,7 +11,7 @@ score is made robust in two ways, and both parts are kept in the trace:
 2. **combined**: s = ½·p_cal + ½·agreement, where agreement is a text score that needs no
    LLM — for s_sc the agreement of a and a_sc (1 if one normalized answer contains the other,
    else the larger of their token F1 and MiniLM cosine), for s_qr the cosine of the inference
-   and q_m, for s_ra the share of the inference's content words found in E_s.
+   and the closest of q_m and E_i^(L-1) (what M_qr reads), for s_ra the share of the inference's content words found in E_s.
 
 A text agreement of 1 passes t = 0.7 unless the calibrated LLM says "no" (p_cal < 0.4); a text
 agreement near 0 can never pass. ``judge="raw"`` is the paper's rule as written.
@@ -248,7 +248,8 @@ def discover(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
               prompts.attribution_prompt(prompts.CONTENT_FREE, sources[:1])]
     yes = llm.yes_probability(gates) if candidates else []
     n = len(candidates)
-    relevance = cosine_matrix(candidates, [matching])[:, 0] if candidates else []
+    # QR's text side mirrors M_qr, which reads q_m knowing E_i^(L-1): closest of q_m and the known inferences
+    relevance = cosine_matrix(candidates, [matching, *previous]).max(axis=1) if candidates else []
     judged = [
         {"fact": c,
          "qr": judge(yes[i], yes[2 * n], float(relevance[i]), ctx.judge),
