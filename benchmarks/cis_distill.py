@@ -69,8 +69,9 @@ def main() -> None:
     results = compare(pools, ["similarity", "bm25", "cis", "cis-no-prior", "cis-distilled"], ks=(1, 5))
     print("\nRetrieval of gold passages (each question's own pool; distilled scored out of fold):")
     print(markdown_table(results, ("recall@5", "ndcg@5", "ndcg@1")))
-    for subset, chosen in (("hotpotqa", [p for p in pools if p.example.type not in ("trap", "conflict", "bridge", "injection", "simple")]),
-                           ("demo", [p for p in pools if p.example.type in ("trap", "conflict", "bridge", "injection", "simple")])):
+    hotpot_ids = {ex.id for ex in load_dataset("hotpotqa")}
+    for subset, chosen in (("hotpotqa", [p for p in pools if p.example.id in hotpot_ids]),
+                           ("demo", [p for p in pools if p.example.id not in hotpot_ids])):
         print(f"\n{subset} only ({len(chosen)} questions):")
         print(markdown_table(compare(chosen, ["similarity", "bm25", "cis", "cis-no-prior", "cis-distilled"], ks=(5,))))
     agreement = score_agreement(pools, "cis", "cis-distilled")

@@ -258,7 +258,7 @@ def distill(
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-            total += float(loss) * len(batch)
+            total += loss.item() * len(batch)
         model.eval()
         losses.append(total / len(pairs))
         torch.save({"epoch": epoch + 1, "model": model.state_dict(), "optimizer": optimizer.state_dict(), "losses": losses}, checkpoint)
