@@ -96,7 +96,7 @@ def main() -> None:
               f"{mean(name, 's') / full_s:8.3f}{mean(name, 'tokens') / full_tokens:9.3f}{mean(name, 'tau'):10.2f}"
               f"{mean(name, 'top2'):8.2f}{mean(name, 'gold@1'):8.2f}")
     avg_w = [round(statistics.mean(w[j] for w in weights), 3) for j in range(len(weights[0]))]
-    print(f"mean position weights w of the full mixture (position 0 = next to the question): {avg_w}")
+    print(f"mean position weights w of the full mixture (position 0 = first passage of the prompt): {avg_w}")
 
 
 if __name__ == "__main__":
