@@ -1,0 +1,112 @@
+"""The LLM backends side by side in one run, on the same model (the bundled Gemma 3 270M GGUF).
+
+Per backend: load time, new tokens/s for one prompt and for a batch of 8, ``logprob``
+candidates/s for 50 passages sharing one query prefix (the CIS / MoI pattern), seconds per
+``standard_rag`` question on the bundled demo questions, and how many of those answers equal the
+transformers backend's. Ratios are against transformers; the goal for llama.cpp on CPU is ≥ 3×.
+
+Usage: ``python benchmarks/backends.py [--new-tokens 32] [--backends transformers,llamacpp,openai]``
+(``openai`` needs ``CAUSALRAG_OPENAI_URL``, e.g. a ``python -m llama_cpp.server`` on the same GGUF;
+it is skipped when unset).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import time
+
+from causalrag.config import settings
+from causalrag.corpus import demo_passages, demo_questions, hotpotqa_questions
+from causalrag.graphs.registry import build_graph
+from causalrag.prompts.common import answer_prompt
+from causalrag.tools.llm import metered
+from causalrag.tools.store import Passage, Store
+
+
+def answer_prompts(n: int) -> list[str]:
+    rows = hotpotqa_questions()[:n]
+    return [answer_prompt(r["question"], [Passage(t, " ".join(s)).to_document() for t, s in r["context"][:2]]) for r in rows]
+
+
+def load(name: str):
+    if name == "transformers":
+        from causalrag.tools.llm import TransformersLLM
+
+        return TransformersLLM()
+    if name == "llamacpp":
+        from causalrag.tools.llamacpp import LlamaCppLLM
+
+        return LlamaCppLLM()
+    from causalrag.tools.openai_llm import OpenAILLM
+
+    return OpenAILLM(settings().openai_url, settings().openai_model, api="completions", sampling={"repeat_penalty": 1.0})
+
+
+def timed(fn):
+    start = time.perf_counter()
+    with metered() as usage:
+        result = fn()
+    return time.perf_counter() - start, usage, result
+
+
+def measure(name: str, new_tokens: int, store: Store) -> dict:
+    start = time.perf_counter()
+    llm = load(name)
+    row: dict = {"load s": time.perf_counter() - start}
+    batch = answer_prompts(8)
+    llm.generate(batch[:1], max_new_tokens=2)  # warm-up
+    seconds, usage, _ = timed(lambda: llm.generate(batch[:1], max_new_tokens=new_tokens))
+    row["single tok/s"] = usage.new_tokens / seconds if usage.new_tokens else float(new_tokens) / seconds
+    seconds, usage, _ = timed(lambda: llm.generate(batch, max_new_tokens=new_tokens))
+    row["batch8 tok/s"] = usage.new_tokens / seconds if usage.new_tokens else 8.0 * new_tokens / seconds
+    question = demo_questions()[0]["question"]
+    passages = [f" {p.text}" for p in demo_passages()[:50]]
+    seconds, _, _ = timed(lambda: llm.logprob([f"Question: {question}\nPassage:"] * len(passages), passages))
+    row["logprob cand/s"] = len(passages) / seconds
+    graph = build_graph("standard_rag", llm=llm, store=store)
+    questions = demo_questions()
+    seconds, _, answers = timed(lambda: [graph.invoke({"question": q["question"]})["answer"] for q in questions])
+    row["s/question"] = seconds / len(questions)
+    row["answers"] = answers
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--new-tokens", type=int, default=32)
+    parser.add_argument("--backends", default="transformers,llamacpp,openai")
+    args = parser.parse_args()
+    wanted = args.backends.split(",")
+    skip = {"llamacpp": importlib.util.find_spec("llama_cpp") is None, "openai": not settings().openai_url}
+    names = [n for n in wanted if not skip.get(n)]
+    store = Store.in_memory(demo_passages())
+    columns = ["load s", "single tok/s", "batch8 tok/s", "logprob cand/s", "s/question"]
+    print(f"Gemma 3 270M Q4_K_M GGUF, {args.new_tokens} new tokens, {len(demo_questions())} demo questions"
+          f" (skipped: {', '.join(n for n in wanted if skip.get(n)) or 'none'})")
+    print(f"{'backend':<14}" + "".join(f"{c:>16}" for c in columns) + f"{'same answers':>14}", flush=True)
+    rows: dict[str, dict] = {}
+    for name in names:  # one row as soon as it is measured
+        row = rows[name] = measure(name, args.new_tokens, store)
+        reference = rows.get("transformers")
+        same = sum(a == b for a, b in zip(row["answers"], reference["answers"])) if reference else 0
+        print(f"{name:<14}" + "".join(f"{row[c]:>16.2f}" for c in columns) + f"{same:>11}/{len(row['answers'])}", flush=True)
+    reference = rows.get("transformers")
+    if reference:
+        for name, row in rows.items():
+            if name == "transformers":
+                continue
+            ratios = {
+                "generation (single)": row["single tok/s"] / reference["single tok/s"],
+                "generation (batch 8)": row["batch8 tok/s"] / reference["batch8 tok/s"],
+                "scoring": row["logprob cand/s"] / reference["logprob cand/s"],
+                "standard_rag": reference["s/question"] / row["s/question"],
+            }
+            print(f"{name} vs transformers (goal >= 3x): " + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items()))
+            for q, ours, theirs in zip(demo_questions(), row["answers"], reference["answers"]):
+                if ours != theirs:
+                    print(f"  {q['id']}: transformers {theirs!r} vs {name} {ours!r}")
+
+
+if __name__ == "__main__":
+    main()
