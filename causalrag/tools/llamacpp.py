@@ -14,6 +14,11 @@ sequence at a time and computes logits either for the last token or for every to
   (never ``logits_all``: the bundled model's vocabulary has 262k entries, 1 MB of logits a token);
   ``yes_probability`` reads the next-token logits after each prompt.
 
+llama.cpp's kernels are not batch-invariant: the same tokens decoded in batches of other sizes
+(a cached prefix, more continuations) move token log-probs by up to ~0.06 nats (measured), and the
+quantized arithmetic differs from transformers' de-quantized float32 by up to ~0.15 nats a token,
+enough to flip a near-tie in a greedy answer now and then.
+
 Sampling happens in numpy on the copied logits (greedy, or pure temperature sampling with
 ``top_p = 1`` and no top-k, as the transformers backend does), seeded by ``seed``.
 """
