@@ -258,6 +258,8 @@ class Store:
             raise EmptyCollectionError(self.collection)
 
     def get(self, ids: Sequence[str]) -> list[Document]:
+        if not ids:  # Chroma rejects an empty id list; an empty pool simply has no passages
+            return []
         got = self._collection().get(ids=list(ids), include=["documents", "metadatas"])
         by_id = {
             i: Document(id=i, page_content=d, metadata=dict(m or {}))
@@ -294,6 +296,8 @@ class Store:
         if ids is not None:  # a sub-pool (e.g. one question's paragraphs) gets its own statistics
             docs = self.get(ids)
             pool = [Passage(d.metadata.get("title", ""), d.page_content, d.metadata.get("source", "")) for d in docs]
+            if not pool:  # BM25Okapi cannot average the length of no documents
+                return None, []
             return BM25Okapi([tokenize(f"{p.title} {p.text}") for p in pool]), pool
         count = self.count()
         if self._bm25 is None or self._bm25[0] != count:

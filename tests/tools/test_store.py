@@ -68,6 +68,7 @@ def test_retrieve_restricted_to_ids(memory_store, mode):
     ids = [d.id for d in pool] + [memory_store.retrieve("Jane Austen novel", 1)[0].id]
     docs = memory_store.retrieve("Who wrote Pride and Prejudice?", 5, mode=mode, ids=ids)
     assert {d.id for d in docs} <= set(ids) and len(docs) == 3
+    assert memory_store.retrieve("Who wrote Pride and Prejudice?", 5, mode=mode, ids=[]) == []
 
 
 def test_missing_and_empty_collections_have_clear_errors(tmp_path):
