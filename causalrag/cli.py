@@ -247,16 +247,26 @@ def draw(
 @app.command()
 def demo(
     methods_: Annotated[Optional[str], typer.Option("--methods", help="Comma-separated methods (default: all).")] = None,
-    questions: Annotated[int, typer.Option(help="How many demo questions.")] = 3,
+    questions: Annotated[int, typer.Option(help="How many demo questions.")] = 2,
+    full: Annotated[bool, typer.Option("--full", help="The papers' defaults even on a CPU (slower).")] = False,
     model: ModelOpt = None,
     backend: BackendOpt = None,
 ) -> None:
-    """Seed the demo collection and answer a few demo questions with every method, streaming evidence."""
+    """Seed the demo collection and answer a few demo questions with every method, streaming evidence.
+
+    On a CPU each method runs with its ``cpu_params`` (fewer candidates, rounds and iterations)
+    unless ``--full`` is given.
+    """
     from causalrag.corpus import demo_questions, open_store
     from causalrag.graphs.registry import methods as registry
+    from causalrag.tools.llm import pick_device
 
     chosen = methods_.split(",") if methods_ else list(registry())
+    sized = not full and pick_device() == "cpu"
     out.print(f"[bold]causalrag demo[/] — methods: {', '.join(chosen)}")
+    if sized:
+        knobs = "; ".join(f"{m}: {registry()[m].cpu_params}" for m in chosen if m in registry() and registry()[m].cpu_params)
+        out.print(f"[dim]CPU-sized parameters ({knobs}); --full runs the papers' defaults.[/]")
     started = time.perf_counter()
     store = open_store(DEMO_COLLECTION)
     out.print(f"demo collection ready: {store.count()} passages ({time.perf_counter() - started:.1f}s)")
@@ -265,7 +275,8 @@ def demo(
     for n, q in enumerate(picked, 1):
         for method in chosen:
             out.rule(f"[{n}/{len(picked)}] {method}: {q['question']}  (expected: {q['answers'][0]}; {q['type']})")
-            ctx = _context(method, DEMO_COLLECTION, model, [], backend)
+            cpu_params = registry()[method].cpu_params if sized and method in registry() else {}
+            ctx = _context(method, DEMO_COLLECTION, model, [], backend, **cpu_params)
             ctx.store = store
             state = run_graph(method, q["question"], ctx, stream=True)
             ok = any(a.lower() in state.get("answer", "").lower() for a in q["answers"])

@@ -59,4 +59,5 @@ METHOD = Method(
     AstuteContext,
     "Astute RAG: memory passages + retrieved, source-aware consolidation (t rounds), most reliable answer",
     paper="astute-rag.md",
+    cpu_params={"iterations": 1},
 )

@@ -61,4 +61,5 @@ METHOD = Method(
     CFRAGContext,
     "counterfactual queries, dialectical evidence, parallel hypotheses, causal arbitration",
     paper="Qin et al. 2025, Counterfactual Reasoning for Retrieval-Augmented Generation",
+    cpu_params={"n_counterfactuals": 2, "hypotheses": 2},
 )

@@ -27,4 +27,5 @@ METHOD = Method(
     CISContext,
     "rerank top-N by causal inference score log p(K|Q) − log p(K), answer from the top-k",
     paper="cis-causal-knowledge-retrieval.md",
+    cpu_params={"n_candidates": 15},
 )

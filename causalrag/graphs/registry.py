@@ -11,7 +11,7 @@ import dataclasses
 import importlib
 import pkgutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -33,6 +33,9 @@ class Method:
     summary: str
     baseline: bool = False
     paper: str | None = None
+    cpu_params: dict[str, Any] = field(default_factory=dict)
+    """Smaller knobs (fewer candidates, rounds, iterations) that keep one question to about a minute
+    on a CPU with the bundled model; ``causalrag demo`` and the quickstart use them on a CPU."""
 
     def parameters(self) -> dict[str, Any]:
         """Tunable fields and their defaults (``llm`` and ``store`` are dependencies, not parameters)."""

@@ -43,4 +43,5 @@ METHOD = Method(
     RetroContext,
     "evidence collation + discovery loop with a self-consistency stop",
     paper="Xiao et al., Retrieval-Augmented Generation by Evidence Retroactivity in LLMs (RetroRAG)",
+    cpu_params={"max_iterations": 2},
 )
