@@ -129,23 +129,28 @@ def _groups_or_fallback(text: str, pool: Sequence[Document], last: Sequence[dict
     return groups, figures
 
 
+def _consolidation_round(state: AstuteState, runtime: Runtime, prompt, *, node: str, stage: str, max_new_tokens: int) -> tuple[str, list[dict], dict]:
+    """One consolidation call over D₀ and the last groups (``prompt`` builds it): raw text, groups, trace figures."""
+    pool, last = state.get("pool") or [], state.get("groups") or []
+    iteration = state.get("iteration", 0) + 1
+    text = stream_text(
+        runtime, context(runtime).get_llm(), prompt(question_of(state), pool, last),
+        stage=stage, max_new_tokens=max_new_tokens, stop=BLOCK_STOP,
+    )
+    groups, figures = _groups_or_fallback(text, pool, last)
+    emit(runtime, "groups", node, iteration=iteration, groups=groups)
+    return text, groups, {"iteration": iteration, **figures}
+
+
 @traced
 def consolidate(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
     """One round D_{j+1} = M(p_con, q, ⟨D₀,S₀⟩, ⟨Dⱼ,Sⱼ⟩): group agreeing passages, split conflicts, drop noise."""
     ctx = context(runtime)
-    pool, last = state.get("pool") or [], state.get("groups") or []
     iteration = state.get("iteration", 0) + 1
-    text = stream_text(
-        runtime,
-        ctx.get_llm(),
-        consolidate_prompt(question_of(state), pool, last),
-        stage=f"consolidate {iteration}",
-        max_new_tokens=ctx.consolidation_tokens,
-        stop=BLOCK_STOP,
+    _, groups, figures = _consolidation_round(
+        state, runtime, consolidate_prompt, node="consolidate", stage=f"consolidate {iteration}", max_new_tokens=ctx.consolidation_tokens
     )
-    groups, figures = _groups_or_fallback(text, pool, last)
-    emit(runtime, "groups", "consolidate", iteration=iteration, groups=groups)
-    return {"groups": groups, "iteration": iteration, "trace": [{"iteration": iteration, **figures}]}
+    return {"groups": groups, "iteration": iteration, "trace": [figures]}
 
 
 # --------------------------------------------------------------------------- §3.5
@@ -237,20 +242,11 @@ def select(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
 def answer_combined(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
     """The paper's merged last step: consolidate (over D₀ and the last groups), answer each group, select, in one call."""
     ctx = context(runtime)
-    pool, last = state.get("pool") or [], state.get("groups") or []
-    iteration = state.get("iteration", 0) + 1
-    text = stream_text(
-        runtime,
-        ctx.get_llm(),
-        combined_prompt(question_of(state), pool, last),
-        stage="answer_combined",
-        max_new_tokens=ctx.consolidation_tokens + ctx.max_new_tokens,
-        stop=BLOCK_STOP,
+    text, groups, figures = _consolidation_round(
+        state, runtime, combined_prompt, node="answer_combined", stage="answer_combined", max_new_tokens=ctx.consolidation_tokens + ctx.max_new_tokens
     )
-    groups, figures = _groups_or_fallback(text, pool, last)
-    emit(runtime, "groups", "answer_combined", iteration=iteration, groups=groups)
     candidates = [g for g in groups if g.get("answer")]
     final = parse_final(text)
     update, finish_figures = _finish(runtime, state, candidates, final)
-    trace = {"iteration": iteration, **figures, "marker_missing": int(final is None), **finish_figures}
-    return {**update, "groups": groups, "iteration": iteration, "trace": [trace]}
+    trace = {**figures, "marker_missing": int(final is None), **finish_figures}
+    return {**update, "groups": groups, "iteration": figures["iteration"], "trace": [trace]}
