@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from causalrag.errors import BackendUnavailableError, ModelNotFoundError
+from causalrag.tools.coalesce import Coalescer
 from causalrag.tools.llm import _NO, _YES, Reduce, Usage, bundled_gguf, record, reduce_logprobs, truncate_at_stop
 
 Entry = tuple[int, int, int, bool]
@@ -127,6 +128,7 @@ class LlamaCppLLM:
         self._template = template
         self.usage = Usage()
         self._lock = threading.RLock()  # one context, many graph threads
+        self._coalesced = Coalescer(self._generate_batched)
         self._cached: list[int] = []  # tokens held by sequence 0
         self._piece_buffer = ctypes.create_string_buffer(256)
         self._yes_ids = self._single_token_ids(_YES)
@@ -309,7 +311,15 @@ class LlamaCppLLM:
         stop: Sequence[str] | None = None,
         seed: int | None = None,
     ) -> list[list[str]]:
-        """``n`` completions per prompt; rows decode ``parallel`` at a time. Greedy returns ``n`` copies."""
+        """``n`` completions per prompt; rows decode ``parallel`` at a time. Greedy returns ``n`` copies.
+
+        Calls from parallel graph branches with the same settings are decoded together (:mod:`causalrag.tools.coalesce`).
+        """
+        return self._coalesced(prompts, max_new_tokens=max_new_tokens, temperature=temperature, n=n, stop=stop, seed=seed)
+
+    def _generate_batched(
+        self, prompts: Sequence[str], *, max_new_tokens: int, temperature: float, n: int, stop: Sequence[str] | None, seed: int | None
+    ) -> list[list[str]]:
         samples = n if temperature > 0 else 1
         encoded = [self._prompt_tokens(p) for p in prompts]
         rows = [i for i in range(len(prompts)) for _ in range(samples)]

@@ -7,7 +7,7 @@ Two compute paths serve every method (see ``docs/methods.md``):
   positions that are scored, and a shared prefix (e.g. one question before many passages)
   run once with its KV cache copied to every candidate.
 
-Usage (sequences, prompt tokens, new tokens, forward passes) is counted on the model and on
+Usage (sequences, prompt tokens, new tokens, forward passes; ``causalrag.tools.usage``) is counted on the model and on
 every active :func:`metered` block, so each graph node reports its own cost.
 """
 
@@ -20,14 +20,14 @@ import os
 import shutil
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass, fields
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
 from causalrag.config import settings
 from causalrag.errors import ModelNotFoundError, UnknownBackendError
+from causalrag.tools.coalesce import Coalescer
+from causalrag.tools.usage import Usage, metered, record  # noqa: F401 - re-exported: backends and nodes import them from here
 
 log = logging.getLogger(__name__)
 
@@ -35,45 +35,6 @@ Reduce = Literal["sum", "mean"]
 
 _YES = (" Yes", "Yes", " yes", "yes", " YES")
 _NO = (" No", "No", " no", "no", " NO")
-
-
-# --------------------------------------------------------------------------- usage
-@dataclass
-class Usage:
-    """Cost counters; ``calls`` counts sequences (prompts × samples), as the papers count LLM calls."""
-
-    calls: int = 0
-    prompt_tokens: int = 0
-    new_tokens: int = 0
-    forward_passes: int = 0
-
-    def add(self, other: Usage) -> None:
-        for f in fields(self):
-            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
-
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
-
-
-_meters: contextvars.ContextVar[tuple[Usage, ...]] = contextvars.ContextVar("causalrag_meters", default=())
-
-
-@contextmanager
-def metered() -> Iterator[Usage]:
-    """Count the LLM usage of the code inside the block (nested blocks and threads with a copied context too)."""
-    meter = Usage()
-    token = _meters.set(_meters.get() + (meter,))
-    try:
-        yield meter
-    finally:
-        _meters.reset(token)
-
-
-def record(total: Usage, delta: Usage) -> None:
-    """Add ``delta`` to a backend's running total and to every active meter."""
-    total.add(delta)
-    for meter in _meters.get():
-        meter.add(delta)
 
 
 # --------------------------------------------------------------------------- interface
@@ -235,6 +196,7 @@ class TransformersLLM:
         self.max_batch_tokens = max_batch_tokens or (32768 if on_gpu else 4096)
         self.usage = Usage()
         self._lock = threading.RLock()  # one model, many graph threads: run forwards one at a time
+        self._coalesced = Coalescer(self._generate_batched)
         self._yes_ids = self._single_token_ids(_YES)
         self._no_ids = self._single_token_ids(_NO)
 
@@ -300,8 +262,14 @@ class TransformersLLM:
         """``n`` completions per prompt; all prompts and samples run as left-padded batches.
 
         Greedy decoding (``temperature=0``) returns ``n`` copies of one completion. ``seed`` seeds
-        torch's global generator before each batch, for reproducible sampling.
+        torch's global generator before each batch, for reproducible sampling. Calls from parallel
+        graph branches with the same settings are decoded together (:mod:`causalrag.tools.coalesce`).
         """
+        return self._coalesced(prompts, max_new_tokens=max_new_tokens, temperature=temperature, n=n, stop=stop, seed=seed)
+
+    def _generate_batched(
+        self, prompts: Sequence[str], *, max_new_tokens: int, temperature: float, n: int, stop: Sequence[str] | None, seed: int | None
+    ) -> list[list[str]]:
         torch = self._torch
         texts = [self.format(p) for p in prompts]
         encoded = [self.tokenizer(t, add_special_tokens=not self.has_chat_template)["input_ids"] for t in texts]

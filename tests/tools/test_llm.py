@@ -1,6 +1,8 @@
 """The transformers LLM tool with the real bundled model (loaded once per session)."""
 
+import contextvars
 import math
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -43,6 +45,20 @@ def test_batched_generation_equals_single_calls(real_llm):
     assert batched == single
     assert "1889" in batched[0][0]
     assert all("\n" not in out[0] for out in batched)
+
+
+@pytest.mark.slow
+def test_parallel_branches_decode_together_and_get_their_own_answers(real_llm):
+    """Three threads (like three ``Send`` branches) each ask for one greedy answer: same text as alone, fewer passes."""
+    prompts = [PASSAGE, "Question: What is the capital of France?\nAnswer:", "Question: 2 + 2 =\nAnswer:"]
+    with metered() as alone:
+        solo = [real_llm.generate([p], max_new_tokens=6)[0] for p in prompts]
+    with metered() as together, ThreadPoolExecutor(len(prompts)) as pool:
+        contexts = [contextvars.copy_context() for _ in prompts]  # as LangGraph runs branches: with the caller's meters
+        parallel = list(pool.map(lambda c, p: c.run(real_llm.generate, [p], max_new_tokens=6)[0], contexts, prompts))
+    assert parallel == solo
+    assert together.calls == alone.calls == 3
+    assert together.forward_passes < alone.forward_passes
 
 
 @pytest.mark.slow
