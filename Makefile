@@ -4,6 +4,10 @@
 PYTHON ?= python3
 VENV   ?= .venv
 TORCH  ?= torch==2.13.0
+# llama-cpp-python has no wheel on the registry: pip compiles it (~12 min on 2 cores) once into
+# WHEELS, and every later install (a fresh clone, CI) takes the cached wheel.
+LLAMA  ?= llama-cpp-python==0.3.36
+WHEELS ?= $(HOME)/.cache/causalrag/wheels
 BIN    := $(VENV)/bin
 export HF_HUB_OFFLINE := 1
 
@@ -18,7 +22,10 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed
-	$(BIN)/python -m pip install -q -e ".[dev]"
+	mkdir -p $(WHEELS)
+	ls $(WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || \
+		CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/python -m pip wheel -q --no-deps -w $(WHEELS) "$(LLAMA)"
+	$(BIN)/python -m pip install -q --find-links $(WHEELS) -e ".[dev,llamacpp,openai]" "$(LLAMA)"
 	touch $@
 
 install: $(VENV)/.installed
