@@ -364,12 +364,24 @@ def eval_(
 
 
 @app.command()
-def report(folder: Annotated[Path, typer.Argument(help="Run folder written by `causalrag eval --out`.")]) -> None:
-    """Table (mean and 95 % bootstrap interval per method and K), Markdown, CSV and PNG plots into the run folder."""
+def report(
+    folders: Annotated[list[Path], typer.Argument(help="Run folder(s) written by `causalrag eval --out`.")],
+    merged: Annotated[Path | None, typer.Option("--out", help="With several runs: the folder that gets the merged run and its report.")] = None,
+) -> None:
+    """Table (mean and 95 % bootstrap interval per method and K), Markdown, CSV and PNG plots into the run folder.
+
+    Several runs (methods split over processes or machines) are merged into ``--out`` first.
+    """
     from rich import box
 
     from causalrag.eval.report import COST_COLUMNS, QUALITY_COLUMNS, table_rows, write_report
+    from causalrag.eval.runner import merge_runs
 
+    if len(folders) > 1 and merged is None:
+        raise CausalRAGError("Several runs need --out FOLDER for the merged run and its report.")
+    folder = folders[0] if merged is None else merged
+    if merged is not None:
+        merge_runs(folders, merged)
     result = write_report(folder)
     rows = table_rows(result.summary, sep="\n")
     quality = Table(title=f"{folder}: mean (95 % bootstrap interval)", box=box.SIMPLE)

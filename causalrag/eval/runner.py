@@ -112,6 +112,38 @@ def _check_config(folder: Path, config: EvalConfig) -> None:
     path.write_text(json.dumps(new, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
+def merge_runs(folders: Sequence[Path], out: Path) -> None:
+    """One run folder ``out`` from several (methods or questions split over processes or machines).
+
+    The runs must share every setting in ``MUST_MATCH`` except ``params``, which are per method and
+    must not disagree; methods and K values are the union, and a result found in two runs is an error.
+    """
+    out = Path(out)
+    if any(Path(f).resolve() == out.resolve() for f in folders):
+        raise CausalRAGError(f"--out {out} is one of the runs being merged: pass a new folder.")
+    configs = [json.loads((Path(f) / CONFIG).read_text(encoding="utf-8")) for f in folders if (Path(f) / CONFIG).exists()]
+    if len(configs) < len(folders):
+        raise CausalRAGError("Every merged folder needs its config.json: pass folders written by `causalrag eval --out`.")
+    merged = dict(configs[0], methods=[], inject=[], params={})
+    for folder, config in zip(folders, configs):
+        differ = [k for k in MUST_MATCH if k != "params" and config.get(k) != configs[0].get(k)]
+        clash = [m for m, p in config.get("params", {}).items() if merged["params"].get(m, p) != p]
+        if differ or clash:
+            raise CausalRAGError(f"{folder} was run with other settings ({', '.join(differ + clash)}) than {folders[0]}: its results do not compare.")
+        merged["params"].update(config.get("params", {}))
+        merged["methods"] = list(dict.fromkeys(merged["methods"] + config.get("methods", [])))
+        merged["inject"] = sorted(set(merged["inject"]) | set(config.get("inject", [])))
+    rows: dict[str, dict] = {}
+    for folder in folders:
+        for row in read_results(Path(folder)):
+            if row["key"] in rows:
+                raise CausalRAGError(f"Result {row['key']} is in more than one of the merged runs.")
+            rows[row["key"]] = row
+    out.mkdir(parents=True, exist_ok=True)
+    (out / CONFIG).write_text(json.dumps(merged, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (out / RESULTS).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows.values()), encoding="utf-8")
+
+
 # --------------------------------------------------------------------------- one result
 def _fallbacks(trace: Iterable[dict]) -> int:
     """Sum of the parse fallbacks the nodes reported (trace keys containing ``fallback``)."""

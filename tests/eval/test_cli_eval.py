@@ -54,3 +54,25 @@ def test_eval_then_report(tmp_path, fakes):
 def test_bad_input_is_one_sentence(args, message, tmp_path, fakes):
     result = CliRunner().invoke(app, [*args, *(["--out", str(tmp_path / "r")] if args[0] == "eval" else [])])
     assert isinstance(result.exception, CausalRAGError) and message in str(result.exception)
+
+
+def test_runs_split_over_processes_merge_into_one_report(tmp_path, fakes):
+    """Methods run in two processes (two folders) make one report; settings that differ are refused."""
+    runner = CliRunner()
+    common = ["eval", "--dataset", "demo", "--inject", "0", "--limit", "2"]
+    assert runner.invoke(app, [*common, "--methods", "no_rag,standard_rag", "--out", str(tmp_path / "a")]).exit_code == 0
+    assert runner.invoke(app, [*common, "--methods", "cis", "-p", "n_candidates=4", "--out", str(tmp_path / "b")]).exit_code == 0
+    result = runner.invoke(app, ["report", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "all")])
+    assert result.exit_code == 0, result.output
+    config = json.loads((tmp_path / "all" / "config.json").read_text())
+    assert config["methods"] == ["no_rag", "standard_rag", "cis"] and config["params"] == {"cis": {"n_candidates": 4}}
+    assert len((tmp_path / "all" / "results.jsonl").read_text().splitlines()) == 6
+    assert "| cis | 0 | 2 |" in (tmp_path / "all" / "report.md").read_text()
+
+    assert runner.invoke(app, [*common, "--methods", "moi", "--seed", "3", "--out", str(tmp_path / "c")]).exit_code == 0
+    clash = runner.invoke(app, ["report", str(tmp_path / "a"), str(tmp_path / "c"), "--out", str(tmp_path / "bad")])
+    assert isinstance(clash.exception, CausalRAGError) and "seed" in str(clash.exception)
+    twice = runner.invoke(app, ["report", str(tmp_path / "a"), str(tmp_path / "a"), "--out", str(tmp_path / "bad")])
+    assert isinstance(twice.exception, CausalRAGError) and "more than one" in str(twice.exception)
+    no_out = runner.invoke(app, ["report", str(tmp_path / "a"), str(tmp_path / "b")])
+    assert isinstance(no_out.exception, CausalRAGError) and "--out" in str(no_out.exception)
