@@ -16,12 +16,22 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 _LEADS = re.compile(r"^(?:final answer|the answer is|answer)\s*[:\-]?\s*", re.IGNORECASE)
+_YES_NO_SENTENCE = re.compile(r"^(yes|no)\s*[,.;:!]", re.IGNORECASE)  # "Yes, both are American." answers "Yes"
+_GLUED_REASON = re.compile(r"\s+(?:because|since)\s.*$", re.IGNORECASE)  # "Robert Childers because [1] ..."
 
 
 def clean_answer(text: str) -> str:
-    """First non-empty line, without an "Answer:" lead, wrapping quotes or a trailing period."""
+    """First non-empty line, without an "Answer:" lead, a reason glued on ("… because …"), wrapping
+    quotes or a trailing period; a yes/no sentence ("Yes, both are American.") becomes its yes or no.
+
+    Small base models often answer in a sentence or append their reason on the same line; the
+    short answer is what EM/F1 and the methods' answer agreement compare.
+    """
     line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
     line = _LEADS.sub("", line, count=1)
+    if yes_no := _YES_NO_SENTENCE.match(line):
+        return yes_no.group(1)
+    line = _GLUED_REASON.sub("", line)
     line = line.strip().strip("\"'`*").strip()
     return line[:-1].rstrip() if line.endswith(".") and not re.search(r"\b[A-Z]\.$", line) else line
 

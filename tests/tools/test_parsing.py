@@ -21,6 +21,12 @@ from tests.fakes import FakeLLM
         ("Aladin", "Aladin"),  # a leading "A" is part of the answer, not an article to strip
         ("Washington D.C.", "Washington D.C."),
         ("\n\n  yes", "yes"),
+        ("Yes, Scott Derrickson and Ed Wood of the same nationality", "Yes"),
+        ("no. They are in different towns.", "no"),
+        ("No Doubt", "No Doubt"),  # a name that starts with "No" is not a no
+        ("Robert Childers because [1] [2] [3]", "Robert Childers"),
+        ("1995–96 season since the club moved", "1995–96 season"),
+        ("Because of Winn-Dixie", "Because of Winn-Dixie"),  # a title, not a reason
         ("", ""),
     ],
 )
