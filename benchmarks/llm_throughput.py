@@ -15,7 +15,7 @@ import torch
 
 from causalrag.corpus import hotpotqa_questions
 from causalrag.prompts.common import answer_prompt
-from causalrag.tools.llm import default_llm, metered
+from causalrag.tools.llm import load_llm, metered
 from causalrag.tools.store import Passage
 
 
@@ -36,7 +36,7 @@ def main() -> None:
     parser.add_argument("--new-tokens", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args()
-    llm = default_llm()
+    llm = load_llm(backend="transformers")  # compares against the raw transformers model.generate
     batch = prompts(8)
     llm.generate(batch[:1], max_new_tokens=4)  # warm-up
 

@@ -259,13 +259,13 @@ def demo(
     """
     from causalrag.corpus import demo_questions, open_store
     from causalrag.graphs.registry import methods as registry
-    from causalrag.tools.llm import pick_device
+    from causalrag.tools.llm import choose_backend, pick_device
 
     chosen = methods_.split(",") if methods_ else list(registry())
     sized = not full and pick_device() == "cpu"
-    out.print(f"[bold]causalrag demo[/] — methods: {', '.join(chosen)}")
-    if sized:
-        knobs = "; ".join(f"{m}: {registry()[m].cpu_params}" for m in chosen if m in registry() and registry()[m].cpu_params)
+    out.print(f"[bold]causalrag demo[/] — methods: {', '.join(chosen)}; backend: {choose_backend(backend, model)}")
+    knobs = "; ".join(f"{m}: {registry()[m].cpu_params}" for m in chosen if m in registry() and registry()[m].cpu_params)
+    if sized and knobs:
         out.print(f"[dim]CPU-sized parameters ({knobs}); --full runs the papers' defaults.[/]")
     started = time.perf_counter()
     store = open_store(DEMO_COLLECTION)
@@ -346,6 +346,7 @@ def eval_(
     collection: Annotated[Optional[str], typer.Option("--collection", "-c", help="Open setting without passage pools: collection to search.")] = None,
     model: ModelOpt = None,
     param: ParamOpt = [],  # noqa: B006 - typer reads the default
+    backend: BackendOpt = None,
 ) -> None:
     """Evaluate methods on a dataset; one JSON line per (method, question, K) in OUT/results.jsonl, resumable."""
     from causalrag.eval.report import markdown_table, summarize
@@ -356,7 +357,7 @@ def eval_(
         ks = sorted({int(k) for k in inject.split(",") if k.strip()})
     except ValueError:
         raise CausalRAGError(f"--inject {inject!r} is not a comma-separated list of numbers, e.g. 0,4,8.") from None
-    config = EvalConfig(dataset, chosen, setting, ks or [0], limit, _method_params(chosen, param), model, seed, instruction, collection)
+    config = EvalConfig(dataset, chosen, setting, ks or [0], limit, _method_params(chosen, param), model, seed, instruction, collection, backend)
     rows = run_eval(config, out_dir)
     mine = [r for r in rows if r["method"] in chosen and r["inject"] in config.inject]
     out.print(markdown_table(summarize(mine, resamples=500)), highlight=False, markup=False)

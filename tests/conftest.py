@@ -19,6 +19,9 @@ import pytest
 _HOME = tempfile.mkdtemp(prefix="causalrag-test-home-")
 os.environ["CAUSALRAG_HOME"] = _HOME
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# The real-model tests and notebooks assert on the transformers backend's answers; `auto` would pick
+# llama.cpp where it is installed. tests/tools/test_backends.py covers the other backends explicitly.
+os.environ.setdefault("CAUSALRAG_BACKEND", "transformers")
 
 from tests.fakes import FakeLLM  # noqa: E402
 

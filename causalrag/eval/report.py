@@ -180,7 +180,7 @@ def write_report(folder: str | Path, *, resamples: int = 2000) -> Report:
     plots = [folder / "accuracy_vs_inject.png", folder / "cost.png"]
     plot_accuracy(summary, plots[0])
     plot_cost(summary, plots[1])
-    described = ", ".join(f"{k}={config[k]}" for k in ("dataset", "setting", "seed", "instruction", "model", "params") if k in config)
+    described = ", ".join(f"{k}={config[k]}" for k in ("dataset", "setting", "seed", "instruction", "model", "backend", "params") if k in config)
     markdown = folder / "report.md"
     markdown.write_text(
         f"# Evaluation report: {folder.name}\n\n{described}\n\n"

@@ -30,7 +30,7 @@ from causalrag.eval.settings import CachedEmbeddings, Pools, gold_ids
 
 RESULTS = "results.jsonl"
 CONFIG = "config.json"
-MUST_MATCH = ("dataset", "setting", "seed", "instruction", "params", "model", "collection")
+MUST_MATCH = ("dataset", "setting", "seed", "instruction", "params", "model", "collection", "backend")
 """Settings that change what a result means: a resumed run must use the same ones."""
 
 
@@ -54,6 +54,8 @@ class EvalConfig:
     """Misleading passages also carry a prompt-injection sentence."""
     collection: str | None = None
     """Open setting over a dataset without passages: the collection to retrieve from."""
+    backend: str | None = None
+    """LLM backend; ``None`` takes ``CAUSALRAG_BACKEND`` (``auto`` resolved), recorded so runs on different backends never mix."""
 
 
 def result_key(method: str, question_id: str, inject: int) -> str:
@@ -101,6 +103,7 @@ def _check_config(folder: Path, config: EvalConfig) -> None:
     new = dataclasses.asdict(config)
     if path.exists():
         old = json.loads(path.read_text(encoding="utf-8"))
+        old.setdefault("backend", "transformers")  # runs written before the field existed used transformers
         differ = [k for k in MUST_MATCH if json.dumps(old.get(k), sort_keys=True) != json.dumps(new[k], sort_keys=True)]
         if differ:
             raise CausalRAGError(
@@ -219,6 +222,11 @@ def run_eval(
 
     for method in config.methods:
         get_method(method)  # unknown names fail before any work
+    default_model = llm is None and config.model is None and config.backend is None
+    if config.backend is None:
+        from causalrag.tools.llm import choose_backend
+
+        config = dataclasses.replace(config, backend=choose_backend(None, config.model) if llm is None else type(llm).__name__)
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     _check_config(folder, config)
@@ -240,9 +248,10 @@ def run_eval(
         bar.close()
         return done
     if llm is None:
+        from causalrag.config import settings
         from causalrag.tools.llm import default_llm, load_llm
 
-        llm = load_llm(config.model) if config.model else default_llm()
+        llm = default_llm() if default_model else load_llm(config.model or settings().model, settings().device, config.backend)
     if embeddings is None:
         from causalrag.tools.encoders import default_embeddings
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextvars
 import copy
+import importlib.util
 import logging
 import os
 import shutil
@@ -496,11 +497,21 @@ BACKENDS = ("auto", "transformers", "llamacpp", "openai")
 
 
 def choose_backend(backend: str | None = None, model: str | None = None, device: str | None = None) -> str:
-    """The backend named by ``--backend`` / ``CAUSALRAG_BACKEND``; ``auto`` means transformers."""
+    """The backend named by ``--backend`` / ``CAUSALRAG_BACKEND``.
+
+    ``auto``: llama.cpp on a CPU when ``causalrag[llamacpp]`` is installed and the model is a GGUF
+    file (the bundled one is) — 4–7× faster there (``benchmarks/backends.py``); transformers
+    otherwise (CUDA/MPS keep transformers, with bf16 on CUDA).
+    """
     name = (backend or settings().backend).lower()
     if name not in BACKENDS:
         raise UnknownBackendError(name, list(BACKENDS))
-    return "transformers" if name == "auto" else name
+    if name != "auto":
+        return name
+    spec = model or settings().model
+    gguf = spec is None or str(spec).endswith(".gguf")
+    installed = importlib.util.find_spec("llama_cpp") is not None
+    return "llamacpp" if gguf and installed and pick_device(device or settings().device) == "cpu" else "transformers"
 
 
 @lru_cache(maxsize=4)

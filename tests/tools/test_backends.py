@@ -219,6 +219,25 @@ def test_backend_names_are_explicit_overrides(monkeypatch):
     assert choose_backend("openai") == "openai"  # --backend wins over the environment
 
 
+@pytest.mark.parametrize(
+    ("installed", "device", "model", "expected"),
+    [
+        (True, "cpu", None, "llamacpp"),  # the bundled model is a GGUF file
+        (True, "cpu", "/models/qwen.gguf", "llamacpp"),
+        (True, "cpu", "Qwen/Qwen2.5-0.5B-Instruct", "transformers"),  # not a GGUF: transformers loads it
+        (True, "cuda", None, "transformers"),  # GPUs keep transformers (bf16)
+        (False, "cpu", None, "transformers"),  # causalrag[llamacpp] not installed
+    ],
+)
+def test_auto_picks_llamacpp_for_a_gguf_on_cpu_when_installed(monkeypatch, installed, device, model, expected):
+    import causalrag.tools.llm as llm_module
+
+    real_find_spec = llm_module.importlib.util.find_spec
+    monkeypatch.setattr(llm_module.importlib.util, "find_spec", lambda name: (object() if installed else None) if name == "llama_cpp" else real_find_spec(name))
+    monkeypatch.setenv("CAUSALRAG_BACKEND", "auto")
+    assert choose_backend(None, model, device) == expected
+
+
 def test_unreachable_server_is_one_sentence(monkeypatch):
     url = f"http://127.0.0.1:{free_port()}/v1"
     with pytest.raises(ServerUnreachableError, match=f"No OpenAI-compatible server answers at {url}"):
