@@ -97,13 +97,19 @@ def _append(path: Path, row: dict) -> None:
         os.fsync(fh.fileno())
 
 
+def _read_config(folder: Path) -> dict:
+    """A run's ``config.json``; runs written before ``backend`` was recorded used transformers."""
+    config = json.loads((Path(folder) / CONFIG).read_text(encoding="utf-8"))
+    config.setdefault("backend", "transformers")
+    return config
+
+
 def _check_config(folder: Path, config: EvalConfig) -> None:
     """Write ``config.json``, or check a resumed run uses the same settings (methods/K/limit may grow)."""
     path = folder / CONFIG
     new = dataclasses.asdict(config)
     if path.exists():
-        old = json.loads(path.read_text(encoding="utf-8"))
-        old.setdefault("backend", "transformers")  # runs written before the field existed used transformers
+        old = _read_config(folder)
         differ = [k for k in MUST_MATCH if json.dumps(old.get(k), sort_keys=True) != json.dumps(new[k], sort_keys=True)]
         if differ:
             raise CausalRAGError(
@@ -124,7 +130,7 @@ def merge_runs(folders: Sequence[Path], out: Path) -> None:
     out = Path(out)
     if any(Path(f).resolve() == out.resolve() for f in folders):
         raise CausalRAGError(f"--out {out} is one of the runs being merged: pass a new folder.")
-    configs = [json.loads((Path(f) / CONFIG).read_text(encoding="utf-8")) for f in folders if (Path(f) / CONFIG).exists()]
+    configs = [_read_config(f) for f in folders if (Path(f) / CONFIG).exists()]
     if len(configs) < len(folders):
         raise CausalRAGError("Every merged folder needs its config.json: pass folders written by `causalrag eval --out`.")
     merged = dict(configs[0], methods=[], inject=[], params={})
