@@ -26,6 +26,7 @@ Sampling happens in numpy on the copied logits (greedy, or pure temperature samp
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -39,6 +40,25 @@ from causalrag.tools.llm import _NO, _YES, Reduce, Usage, bundled_gguf, record, 
 
 Entry = tuple[int, int, int, bool]
 """One token of a ``llama_decode`` batch: (token id, position, sequence id, wants logits)."""
+
+
+log = logging.getLogger(__name__)
+
+# ggml's levels (ggml.h): llama-cpp-python 0.3.36 maps them one step off, so llama.cpp's warnings
+# reached stderr as errors — e.g. "using full-size SWA cache", a setting we choose on purpose.
+_GGML_LEVELS = {1: logging.DEBUG, 2: logging.DEBUG, 3: logging.INFO, 4: logging.ERROR}
+_GGML_CONT = 5
+_last_level = logging.DEBUG
+
+
+def route_ggml_log(level: int, text: bytes, _user_data: object = None) -> None:
+    """llama.cpp's log lines → this module's logger: errors as errors, its warnings and chatter below
+    WARNING, so a normal load prints nothing (``logging.getLogger("causalrag.tools.llamacpp")`` shows them)."""
+    global _last_level
+    _last_level = _last_level if level == _GGML_CONT else _GGML_LEVELS.get(level, logging.DEBUG)
+    message = text.decode("utf-8", errors="replace").rstrip()
+    if message:
+        log.log(_last_level, "llama.cpp: %s", message)
 
 
 def available_threads() -> int:
@@ -73,6 +93,16 @@ def log_softmax_at(logits: np.ndarray, index: int | Sequence[int]) -> np.ndarray
     return logits[index] - (top + np.log(np.exp(logits - top, dtype=np.float64).sum()))
 
 
+_callback = None  # the C callback must outlive every model
+
+
+def _ggml_log_callback(llama_cpp):
+    global _callback
+    if _callback is None:
+        _callback = llama_cpp.llama_log_callback(route_ggml_log)
+    return _callback
+
+
 class LlamaCppLLM:
     """A GGUF model run by llama.cpp behind the :class:`~causalrag.tools.llm.LLM` interface.
 
@@ -96,11 +126,10 @@ class LlamaCppLLM:
         try:
             import llama_cpp
             from llama_cpp import _internals
-            from llama_cpp._logger import set_verbose
         except ImportError as exc:
             raise BackendUnavailableError("llamacpp", "pip install 'causalrag[llamacpp]'") from exc
         path = gguf_file(model)
-        set_verbose(False)  # llama.cpp logs every load to stderr otherwise
+        llama_cpp.llama_log_set(_ggml_log_callback(llama_cpp), ctypes.c_void_p(0))
         llama_cpp.llama_backend_init()
         self._lib = llama_cpp
         model_params = llama_cpp.llama_model_default_params()

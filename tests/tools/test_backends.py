@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 import math
 import socket
 import subprocess
@@ -301,3 +302,28 @@ def test_llamacpp_not_installed_is_one_sentence(monkeypatch):
 
     with pytest.raises(BackendUnavailableError, match=r"pip install 'causalrag\[llamacpp\]'"):
         LlamaCppLLM()
+
+
+def test_ggml_log_levels_route_to_python_logging(caplog):
+    from causalrag.tools.llamacpp import route_ggml_log
+
+    caplog.set_level(logging.DEBUG, logger="causalrag.tools.llamacpp")
+    for level, text in [(4, b"failed to read tensor\n"), (5, b" (continued)\n"), (3, b"using full-size SWA cache\n"), (2, b"loaded\n"), (5, b"\n")]:
+        route_ggml_log(level, text)
+    assert [(r.levelno, r.getMessage()) for r in caplog.records] == [
+        (logging.ERROR, "llama.cpp: failed to read tensor"),
+        (logging.ERROR, "llama.cpp:  (continued)"),
+        (logging.INFO, "llama.cpp: using full-size SWA cache"),
+        (logging.DEBUG, "llama.cpp: loaded"),
+    ]
+
+
+@needs_llamacpp
+def test_llamacpp_load_prints_nothing_and_logs_below_warning(capfd, caplog):
+    from causalrag.tools.llamacpp import LlamaCppLLM
+
+    caplog.set_level(logging.DEBUG, logger="causalrag.tools.llamacpp")
+    LlamaCppLLM(n_ctx=512, n_seq=2)
+    assert capfd.readouterr().err == ""
+    swa = [r for r in caplog.records if "full-size SWA cache" in r.getMessage()]  # our swa_full=True, on purpose
+    assert swa and all(r.levelno < logging.WARNING for r in swa)
