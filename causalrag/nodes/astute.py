@@ -22,6 +22,7 @@ from causalrag.prompts.astute import (
     combined_prompt,
     consolidate_prompt,
     echoes_example,
+    format_pool,
     internal_prompt,
     label_of,
     parse_final,
@@ -188,9 +189,11 @@ def propose(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
 def _finish(runtime: Runtime, state: AstuteState, candidates: list[dict], final: str | None) -> tuple[dict, dict]:
     """The final answer: the candidate the marked answer names, else the most reliable candidate.
 
-    The final answer is always one of the groups' answers, so a few-shot example copied into the
-    markers (or any text a passage planted there) cannot become the answer on its own; with no
-    candidate at all (empty pool, or every group dropped) the standard RAG answer stands in.
+    When groups carry answers, the final answer is one of them, so a few-shot example copied into
+    the markers (or any text a passage planted there) cannot outvote the groups. With no candidate
+    (the single-call shortcut's group lines often carry no answer field) the marked answer is the
+    answer, as in the paper (§4.1), unless it echoes the prompt's example; with neither (empty
+    pool, every group dropped, no marker) the standard RAG answer stands in.
     """
     ctx = context(runtime)
     pool = state.get("pool") or []
@@ -198,9 +201,12 @@ def _finish(runtime: Runtime, state: AstuteState, candidates: list[dict], final:
     select_fallback = int(chosen < 0 and bool(candidates))
     if select_fallback:
         chosen = most_reliable(candidates)
+    marked = not candidates and bool(final) and not echoes_example({"answer": final}, format_pool(pool))
     if chosen >= 0:
         answer, used = candidates[chosen]["answer"], members(candidates[chosen], pool)
-    else:  # no group proposed an answer (e.g. an empty pool): plain RAG's answer
+    elif marked:
+        answer, used = final, list(pool)
+    else:  # no group proposed an answer and no usable marker (e.g. an empty pool): plain RAG's answer
         used = list(state.get("documents") or [])[: ctx.k]
         answer = clean_answer(
             ctx.get_llm().generate([answer_prompt(question_of(state), used)], max_new_tokens=ctx.max_new_tokens, stop=ANSWER_STOP)[0][0]
@@ -211,7 +217,8 @@ def _finish(runtime: Runtime, state: AstuteState, candidates: list[dict], final:
         "chosen_group": chosen,
         "group_confidences": [c.get("confidence") for c in candidates],
         "select_fallback": select_fallback,
-        "plain_answer_fallback": int(not candidates),
+        "marked_answer": int(marked),
+        "plain_answer_fallback": int(not candidates and not marked),
     }
     return update, figures
 
