@@ -25,6 +25,7 @@ from causalrag.prompts.astute import (
     format_pool,
     internal_prompt,
     label_of,
+    parse_choice,
     parse_final,
     parse_groups,
     parse_internal,
@@ -238,7 +239,7 @@ def select(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
             runtime, ctx.get_llm(), select_prompt(question_of(state), candidates),
             stage="select", max_new_tokens=ctx.max_new_tokens + 8, stop=LINE_STOP,
         )
-        final = parse_final(text)
+        final = parse_choice(text)
     elif candidates:
         final = candidates[0]["answer"]
     update, figures = _finish(runtime, state, candidates, final)

@@ -128,12 +128,15 @@ def echoes_example(group: dict, passages: str) -> bool:
     """True when a group (or its answer) repeats the worked example instead of the real passages.
 
     Small base models copy few-shot examples verbatim; a claim equal to an example claim, or an
-    example answer ("Oslo") that no passage mentions, is such a copy and is dropped by the caller.
+    example answer ("Oslo", "Bergen") in the answer or claim while no passage mentions it
+    ("a cruise site says Bergen is the capital" over a passage about films), is such a copy and
+    is dropped by the caller.
     """
     claims = {words(g["claim"]) for g in _GROUPS_EXAMPLE}
     answers = {words(g["answer"]) for g in _GROUPS_EXAMPLE}
-    answer = words(group.get("answer") or "")
-    return words(group.get("claim") or "") in claims or (answer in answers and answer not in words(passages))
+    claim, answer, source = (f" {words(t)} " for t in (group.get("claim") or "", group.get("answer") or "", passages))
+    foreign = {a for a in answers if f" {a} " not in source}  # example answers these passages never mention
+    return claim.strip() in claims or answer.strip() in foreign or any(f" {a} " in claim for a in foreign)
 
 
 def words(text: str) -> str:
@@ -279,3 +282,10 @@ def parse_final(text: str) -> str | None:
     """The answer between the markers (closing marker optional); None when the opening marker is missing."""
     inside = between(text, OPEN, CLOSE)
     return (clean_answer(inside) or None) if inside is not None else None
+
+
+def parse_choice(text: str) -> str | None:
+    """The selection's answer: between the markers, else an ``answer:`` field (small models answer in
+    the group-line format they just read: ``Laleli Mosque | answer: Yes | confidence: 10``)."""
+    field = re.search(r"\banswer\s*[:=]\s*([^|\n]*)", text, re.IGNORECASE)
+    return parse_final(text) or (clean_answer(field.group(1)) or None if field else None)

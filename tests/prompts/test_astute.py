@@ -5,8 +5,10 @@ from langchain_core.documents import Document
 from causalrag.prompts.astute import (
     combined_prompt,
     consolidate_prompt,
+    echoes_example,
     format_pool,
     internal_prompt,
+    parse_choice,
     parse_confidence,
     parse_final,
     parse_groups,
@@ -76,6 +78,18 @@ def test_proposal_and_final_marker():
     assert parse_final(" <answer>1889") == "1889"  # closing marker cut off by the token cap
     assert parse_final(" 1889") is None
     assert parse_final(" <answer></answer>") is None
+    assert parse_choice(" Laleli Mosque | answer: Yes | confidence: 10") == "Yes"
+    assert parse_choice(" <answer>1889</answer> | answer: 1901") == "1889"
+    assert parse_choice(" 1889 is my pick") is None and parse_choice(" answer: | confidence: 3") is None
+
+
+def test_echoes_of_the_worked_example():
+    films = "Ed Wood was an American filmmaker."
+    assert echoes_example({"claim": "a cruise site says Bergen is the capital of Norway."}, films)
+    assert echoes_example({"claim": "Oslo is the capital", "answer": "Oslo"}, "Oslo is in Norway.")  # the example's own claim
+    assert echoes_example({"claim": "born in the US", "answer": "Oslo"}, films)
+    assert not echoes_example({"claim": "the capital is Oslo", "answer": "Oslo"}, "Oslo is the capital of Norway.")
+    assert not echoes_example({"claim": "an American filmmaker", "answer": "American"}, films)
 
 
 def test_passages_are_inert_data_in_prompts():
