@@ -45,7 +45,7 @@ def questions(spec: str, limit: int):
 
 def counters(trace: list[dict]) -> Counter:
     """The method's fallback counters summed over its trace."""
-    keys = ("cot_fallbacks", "requery_fallbacks", "empty_answer", "gates_uninformative_llm", "parse_fallbacks")
+    keys = ("cot_fallbacks", "requery_fallbacks", "empty_answer", "empty_final_fallback", "gates_uninformative_llm", "parse_fallbacks")
     found = Counter({k: e[k] for e in trace for k in keys if e.get(k)})
     checks = [e["sc"] for e in trace if e.get("node") == "check"]
     found["sc_judgments"] = len(checks)

@@ -327,8 +327,9 @@ def check(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
     score = verdict["score"]
     reason = "consistent" if score > ctx.threshold else "max_iterations" if iteration >= ctx.max_iterations else ""
     emit(runtime, "score", "check", iteration=iteration, sc=verdict, stop=reason)
+    output = last_answer(final, sc_answer, state.get("rounds") or []) if reason else final
     if reason:
-        emit(runtime, "answer", "final", answer=final, iteration=iteration, reason=reason)
+        emit(runtime, "answer", "final", answer=output, iteration=iteration, reason=reason)
     record = {
         "iteration": iteration,
         "query": state.get("search_query", question),
@@ -337,9 +338,15 @@ def check(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
         "answer": final, "reasoning": state.get("reasoning", ""), "sc_answer": sc_answer,
         "sc": verdict, "stop": reason,
     }
-    return {"sc_score": score, "stop_reason": reason, "rounds": [record],
+    return {"answer": output, "sc_score": score, "stop_reason": reason, "rounds": [record],
             "trace": [{"iteration": iteration, "sc": verdict, "stop": reason,
-                       "empty_answer": int(verdict["raw"] is None)}]}
+                       "empty_answer": int(verdict["raw"] is None), "empty_final_fallback": int(output != final)}]}
+
+
+def last_answer(final: str, sc_answer: str, rounds: list[dict]) -> str:
+    """The run's output: a of the stopping iteration; when that is empty (the budget ran out on an empty
+    CoT answer), the latest earlier a, then this iteration's a_sc — a run that wrote any answer returns one."""
+    return next((a for a in (final, *(r["answer"] for r in reversed(rounds)), sc_answer) if normalize_answer(a)), final)
 
 
 @traced
