@@ -20,7 +20,7 @@ from causalrag.config import settings
 from causalrag.corpus import demo_passages, demo_questions, hotpotqa_questions
 from causalrag.graphs.registry import build_graph
 from causalrag.prompts.common import answer_prompt
-from causalrag.tools.llm import metered
+from causalrag.tools.usage import metered
 from causalrag.tools.store import Passage, Store
 
 
@@ -31,14 +31,14 @@ def answer_prompts(n: int) -> list[str]:
 
 def load(name: str):
     if name == "transformers":
-        from causalrag.tools.llm import TransformersLLM
+        from causalrag.tools.backends.transformers import TransformersLLM
 
         return TransformersLLM()
     if name == "llamacpp":
-        from causalrag.tools.llamacpp import LlamaCppLLM
+        from causalrag.tools.backends.llamacpp import LlamaCppLLM
 
         return LlamaCppLLM()
-    from causalrag.tools.openai_llm import OpenAILLM
+    from causalrag.tools.backends.openai import OpenAILLM
 
     return OpenAILLM(settings().openai_url, settings().openai_model, api="completions", sampling={"repeat_penalty": 1.0})
 

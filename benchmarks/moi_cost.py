@@ -28,7 +28,8 @@ from causalrag.nodes.moi_solve import (
     utility_ranking,
 )
 from causalrag.tools.encoders import default_embeddings
-from causalrag.tools.llm import default_llm, metered
+from causalrag.tools.llm import default_llm
+from causalrag.tools.usage import metered
 from causalrag.tools.store import Store
 
 

@@ -259,7 +259,8 @@ def demo(
     """
     from causalrag.corpus import demo_questions, open_store
     from causalrag.graphs.registry import methods as registry
-    from causalrag.tools.llm import choose_backend, pick_device
+    from causalrag.tools.backends.base import pick_device
+    from causalrag.tools.llm import choose_backend
 
     chosen = methods_.split(",") if methods_ else list(registry())
     sized = not full and pick_device() == "cpu"

@@ -6,7 +6,8 @@ import itertools
 import re
 from collections.abc import Callable, Iterator, Sequence
 
-from causalrag.tools.llm import Usage, record, truncate_at_stop
+from causalrag.tools.backends.base import truncate_at_stop
+from causalrag.tools.usage import Usage, record
 
 Reply = str | list[str] | Callable[[str], str]
 

@@ -21,8 +21,8 @@ from langgraph.types import Command
 from causalrag.errors import CausalRAGError, EmptyQuestionError
 from causalrag.prompts.common import ANSWER_STOP, answer_prompt
 from causalrag.state.base import RAGContext, RAGState
-from causalrag.tools.llm import metered
 from causalrag.tools.parsing import clean_answer
+from causalrag.tools.usage import metered
 
 C = TypeVar("C", bound=RAGContext)
 DEFAULT_CONTEXT_KEY = "causalrag_context"

@@ -8,7 +8,7 @@ previous batch is still decoding, into one batched call, and hands each caller i
 
 Usage stays per caller: the merged call's counters are split over the callers by their share of
 the prompts (calls are exact; token and forward-pass counts are that share, rounded), and land in
-each caller's own :func:`~causalrag.tools.llm.metered` blocks — so a graph's ``trace`` counts what
+each caller's own :func:`~causalrag.tools.usage.metered` blocks — so a graph's ``trace`` counts what
 its own nodes asked for. The backend's running total counts the merged call once.
 """
 

@@ -27,9 +27,11 @@ from causalrag.errors import (
     ServerUnreachableError,
     UnknownBackendError,
 )
-from causalrag.tools.chat import LLMChatModel
-from causalrag.tools.llm import bundled_gguf, choose_backend, load_llm, metered
-from causalrag.tools.openai_llm import OpenAILLM
+from causalrag.tools.backends.base import bundled_gguf
+from causalrag.tools.backends.chat_model import LLMChatModel
+from causalrag.tools.backends.openai import OpenAILLM
+from causalrag.tools.llm import choose_backend, load_llm
+from causalrag.tools.usage import metered
 
 HAS_LLAMACPP = importlib.util.find_spec("llama_cpp") is not None
 HAS_SERVER = HAS_LLAMACPP and importlib.util.find_spec("fastapi") is not None and importlib.util.find_spec("sse_starlette") is not None
@@ -49,7 +51,7 @@ def free_port() -> int:
 # --------------------------------------------------------------------------- backends
 @pytest.fixture(scope="session")
 def transformers_llm(real_llm):
-    from causalrag.tools.llm import TransformersLLM
+    from causalrag.tools.backends.transformers import TransformersLLM
 
     return real_llm if isinstance(real_llm, TransformersLLM) else load_llm(backend="transformers")
 
@@ -133,7 +135,7 @@ def test_stream_yields_the_greedy_completion(backend):
 def per_token_tolerance(llm) -> float:
     """transformers is batch-invariant to float noise; llama.cpp's kernels are not: the same tokens
     decoded in a batch of another size differ by up to ~0.06 nats (measured), so we allow 0.1."""
-    from causalrag.tools.llm import TransformersLLM
+    from causalrag.tools.backends.transformers import TransformersLLM
 
     return 1e-3 if isinstance(llm, TransformersLLM) else 0.1
 
@@ -288,7 +290,7 @@ def test_transient_errors_are_retried_then_succeed():
 
 @needs_llamacpp
 def test_llamacpp_model_file_errors(tmp_path):
-    from causalrag.tools.llamacpp import LlamaCppLLM
+    from causalrag.tools.backends.llamacpp import LlamaCppLLM
 
     with pytest.raises(ModelNotFoundError, match="no such file"):
         LlamaCppLLM(str(tmp_path / "nothing.gguf"))
@@ -298,16 +300,16 @@ def test_llamacpp_model_file_errors(tmp_path):
 
 def test_llamacpp_not_installed_is_one_sentence(monkeypatch):
     monkeypatch.setitem(sys.modules, "llama_cpp", None)  # import llama_cpp now raises ImportError
-    from causalrag.tools.llamacpp import LlamaCppLLM
+    from causalrag.tools.backends.llamacpp import LlamaCppLLM
 
     with pytest.raises(BackendUnavailableError, match=r"pip install 'causalrag\[llamacpp\]'"):
         LlamaCppLLM()
 
 
 def test_ggml_log_levels_route_to_python_logging(caplog):
-    from causalrag.tools.llamacpp import route_ggml_log
+    from causalrag.tools.backends.llamacpp import route_ggml_log
 
-    caplog.set_level(logging.DEBUG, logger="causalrag.tools.llamacpp")
+    caplog.set_level(logging.DEBUG, logger="causalrag.tools.backends.llamacpp")
     for level, text in [(4, b"failed to read tensor\n"), (5, b" (continued)\n"), (3, b"using full-size SWA cache\n"), (2, b"loaded\n"), (5, b"\n")]:
         route_ggml_log(level, text)
     assert [(r.levelno, r.getMessage()) for r in caplog.records] == [
@@ -320,9 +322,9 @@ def test_ggml_log_levels_route_to_python_logging(caplog):
 
 @needs_llamacpp
 def test_llamacpp_load_prints_nothing_and_logs_below_warning(capfd, caplog):
-    from causalrag.tools.llamacpp import LlamaCppLLM
+    from causalrag.tools.backends.llamacpp import LlamaCppLLM
 
-    caplog.set_level(logging.DEBUG, logger="causalrag.tools.llamacpp")
+    caplog.set_level(logging.DEBUG, logger="causalrag.tools.backends.llamacpp")
     LlamaCppLLM(n_ctx=512, n_seq=2)
     assert capfd.readouterr().err == ""
     swa = [r for r in caplog.records if "full-size SWA cache" in r.getMessage()]  # our swa_full=True, on purpose

@@ -5,7 +5,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 
 from causalrag.errors import ScoringUnavailableError
-from causalrag.tools.chat import ChatModelLLM, LLMChatModel, is_transient
+from causalrag.tools.backends.chat_model import ChatModelLLM, LLMChatModel, is_transient
 from tests.fakes import FakeLLM
 
 

@@ -7,7 +7,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from causalrag.errors import ModelNotFoundError
-from causalrag.tools.llm import TransformersLLM, Usage, metered, truncate_at_stop
+from causalrag.tools.backends.base import truncate_at_stop
+from causalrag.tools.backends.transformers import TransformersLLM
+from causalrag.tools.usage import Usage, metered
 
 PASSAGE = "Passage: The Eiffel Tower was completed in 1889 for the World's Fair.\nQuestion: When was the Eiffel Tower completed?\nAnswer:"
 
@@ -19,7 +21,7 @@ def test_truncate_at_stop():
 
 
 def test_metered_nests_and_counts_only_inside():
-    from causalrag.tools.llm import record
+    from causalrag.tools.usage import record
 
     total = Usage()
     with metered() as outer:

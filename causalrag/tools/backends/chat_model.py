@@ -20,7 +20,8 @@ from pydantic import ConfigDict
 from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential
 
 from causalrag.errors import ScoringUnavailableError
-from causalrag.tools.llm import Usage, record, truncate_at_stop
+from causalrag.tools.backends.base import truncate_at_stop
+from causalrag.tools.usage import Usage, record
 
 
 def messages_to_prompt(messages: Sequence[BaseMessage]) -> str:

@@ -14,7 +14,7 @@ A server that lacks a capability (TGI has no ``echo``; OpenAI's own API no promp
 :class:`~causalrag.errors.ScoringUnavailableError` naming it. Requests run ``max_concurrency`` at a
 time from a thread pool, each retried with exponential back-off on timeouts, connection errors,
 429 and 5xx answers. Usage is counted from the servers' ``usage`` fields in the calling thread, so
-:func:`~causalrag.tools.llm.metered` blocks see it.
+:func:`~causalrag.tools.usage.metered` blocks see it.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponen
 
 from causalrag.config import settings
 from causalrag.errors import ScoringUnavailableError, ServerRequestError, ServerUnreachableError
-from causalrag.tools.llm import _NO, _YES, Reduce, Usage, record, reduce_logprobs, truncate_at_stop
+from causalrag.tools.backends.base import NO_WORDS, YES_WORDS, Reduce, reduce_logprobs, truncate_at_stop
+from causalrag.tools.usage import Usage, record
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -251,7 +252,7 @@ class OpenAILLM:
         self._record([r for _, r in results], len(results))
         probs = []
         for top, _ in results:
-            yes = sum(math.exp(v) for k, v in top.items() if k in _YES)
-            no = sum(math.exp(v) for k, v in top.items() if k in _NO)
+            yes = sum(math.exp(v) for k, v in top.items() if k in YES_WORDS)
+            no = sum(math.exp(v) for k, v in top.items() if k in NO_WORDS)
             probs.append(yes / (yes + no) if yes + no > 0 else 0.5)
         return probs

@@ -1,4 +1,4 @@
-"""The llama.cpp backend: the same :class:`~causalrag.tools.llm.LLM` interface on a GGUF file, fast on CPU.
+"""The llama.cpp backend: the same :class:`~causalrag.tools.backends.base.LLM` interface on a GGUF file, fast on CPU.
 
 The GGUF is loaded as it is (no de-quantization, no cached float32 copy). We drive llama.cpp's
 low-level API through ``llama-cpp-python`` because the high-level ``Llama`` class decodes one
@@ -35,8 +35,9 @@ from pathlib import Path
 import numpy as np
 
 from causalrag.errors import BackendUnavailableError, ModelNotFoundError
+from causalrag.tools.backends.base import NO_WORDS, YES_WORDS, Reduce, bundled_gguf, reduce_logprobs, truncate_at_stop
 from causalrag.tools.coalesce import Coalescer
-from causalrag.tools.llm import _NO, _YES, Reduce, Usage, bundled_gguf, record, reduce_logprobs, truncate_at_stop
+from causalrag.tools.usage import Usage, record
 
 Entry = tuple[int, int, int, bool]
 """One token of a ``llama_decode`` batch: (token id, position, sequence id, wants logits)."""
@@ -53,7 +54,7 @@ _last_level = logging.DEBUG
 
 def route_ggml_log(level: int, text: bytes, _user_data: object = None) -> None:
     """llama.cpp's log lines → this module's logger: errors as errors, its warnings and chatter below
-    WARNING, so a normal load prints nothing (``logging.getLogger("causalrag.tools.llamacpp")`` shows them)."""
+    WARNING, so a normal load prints nothing (``logging.getLogger("causalrag.tools.backends.llamacpp")`` shows them)."""
     global _last_level
     _last_level = _last_level if level == _GGML_CONT else _GGML_LEVELS.get(level, logging.DEBUG)
     message = text.decode("utf-8", errors="replace").rstrip()
@@ -104,7 +105,7 @@ def _ggml_log_callback(llama_cpp):
 
 
 class LlamaCppLLM:
-    """A GGUF model run by llama.cpp behind the :class:`~causalrag.tools.llm.LLM` interface.
+    """A GGUF model run by llama.cpp behind the :class:`~causalrag.tools.backends.base.LLM` interface.
 
     ``n_ctx`` is the unified KV cache shared by all sequences of a batch (rows are grouped so a
     batch fits), ``parallel`` the rows generated together, ``n_seq`` the sequences of the cache
@@ -160,8 +161,8 @@ class LlamaCppLLM:
         self._coalesced = Coalescer(self._generate_batched)
         self._cached: list[int] = []  # tokens held by sequence 0
         self._piece_buffer = ctypes.create_string_buffer(256)
-        self._yes_ids = self._single_token_ids(_YES)
-        self._no_ids = self._single_token_ids(_NO)
+        self._yes_ids = self._single_token_ids(YES_WORDS)
+        self._no_ids = self._single_token_ids(NO_WORDS)
 
     # ---- text → tokens
     def format(self, prompt: str) -> str:

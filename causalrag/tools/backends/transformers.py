@@ -1,0 +1,416 @@
+"""The transformers backend: a local Hugging Face causal LM behind the :class:`~causalrag.tools.backends.base.LLM` protocol.
+
+Two compute paths serve every method (see ``docs/methods.md``):
+
+* ``generate`` — several prompts (and ``n`` samples each) as one left-padded batch;
+* ``logprob`` / ``yes_probability`` — one forward pass per batch, log-softmax only at the
+  positions that are scored, and a shared prefix (e.g. one question before many passages)
+  run once with its KV cache copied to every candidate.
+
+Usage (sequences, prompt tokens, new tokens, forward passes; ``causalrag.tools.usage``) is counted on the model and on
+every active :func:`~causalrag.tools.usage.metered` block, so each graph node reports its own cost.
+Model files: :func:`model_location` resolves ``--model`` / ``CAUSALRAG_MODEL``; a GGUF becomes a
+plain de-quantized copy once (:func:`plain_copy`).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import copy
+import logging
+import os
+import shutil
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from causalrag.config import settings
+from causalrag.errors import ModelNotFoundError
+from causalrag.tools.backends.base import NO_WORDS, YES_WORDS, Reduce, bundled_gguf, pick_device, reduce_logprobs, truncate_at_stop
+from causalrag.tools.coalesce import Coalescer
+from causalrag.tools.usage import Usage, record
+
+log = logging.getLogger(__name__)
+
+
+def plain_copy(gguf: Path, cache: Path) -> Path:
+    """Folder with a de-quantized, plain ``save_pretrained`` copy of ``gguf`` (made once, ~1 min).
+
+    transformers de-quantizes a GGUF on every load (~56 s for the 270M model) and refuses to
+    ``save_pretrained`` a GGUF-loaded model, so we copy its weights into a fresh model built from
+    the same config; that copy loads in seconds. Written to a temporary folder and renamed, so
+    concurrent processes never see half a copy.
+    """
+    target = cache / f"{gguf.stem}-plain"
+    if (target / "config.json").exists():
+        return target
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    log.warning("Converting %s once into %s (about a minute; later loads take seconds).", gguf.name, target)
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    quantized = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    config = quantized.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    plain = AutoModelForCausalLM.from_config(config)
+    plain.load_state_dict(quantized.state_dict())
+    plain.generation_config = quantized.generation_config
+    tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")
+    plain.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    try:
+        tmp.rename(target)
+    except OSError:  # another process finished first
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def model_location(spec: str | None) -> str:
+    """Resolve ``--model`` / ``CAUSALRAG_MODEL`` to something ``from_pretrained`` loads offline."""
+    cache = settings().model_cache
+    if spec is None:
+        return str(plain_copy(bundled_gguf(), cache))
+    path = Path(spec).expanduser()
+    if path.suffix == ".gguf":
+        if not path.is_file():
+            raise ModelNotFoundError(spec, "no such file")
+        return str(plain_copy(path, cache))
+    if path.is_dir() or not spec.startswith((".", "/", "~")):
+        return str(path) if path.is_dir() else spec  # a hub id loads from the user's HF cache or hub
+    raise ModelNotFoundError(spec, "no such folder")
+
+
+
+class TransformersLLM:
+    """A local transformers causal LM behind the :class:`LLM` interface.
+
+    Device: CUDA (bf16) → MPS → CPU (fp32; bf16 is slower on most CPUs). Prompts go through the
+    tokenizer's chat template when it has one (instruct models) and are used as plain completion
+    text otherwise (the bundled base model). ``logprob`` scores raw text (no chat template) so a
+    passage's likelihood means the same for every model.
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        device: str | None = None,
+        batch_size: int | None = None,
+        max_batch_tokens: int | None = None,
+    ) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        self._torch = torch
+        self.device = pick_device(device or settings().device)
+        location = model_location(model)
+        dtype = torch.bfloat16 if self.device == "cuda" else torch.float32
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(location)
+            self.model = AutoModelForCausalLM.from_pretrained(location, dtype=dtype).to(self.device).eval()
+        except (OSError, ValueError) as exc:
+            raise ModelNotFoundError(model or location, type(exc).__name__) from exc
+        self.name = Path(location).name.removesuffix("-plain") if model is None else str(model)
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.tokenizer.padding_side = "left"  # generation pads on the left; scoring pads by hand
+        # Our calls set sampling explicitly; a checkpoint's own defaults would only add warnings.
+        gen = self.model.generation_config
+        gen.do_sample, gen.temperature, gen.top_p, gen.top_k = False, None, None, None
+        self.has_chat_template = bool(self.tokenizer.chat_template)
+        on_gpu = self.device == "cuda"
+        self.batch_size = batch_size or (32 if on_gpu else 8)
+        self.max_batch_tokens = max_batch_tokens or (32768 if on_gpu else 4096)
+        self.usage = Usage()
+        self._lock = threading.RLock()  # one model, many graph threads: run forwards one at a time
+        self._coalesced = Coalescer(self._generate_batched)
+        self._yes_ids = self._single_token_ids(YES_WORDS)
+        self._no_ids = self._single_token_ids(NO_WORDS)
+
+    # ---- text → ids
+    def format(self, prompt: str) -> str:
+        """Apply the chat template when the model has one; base models take the prompt as it is."""
+        if not self.has_chat_template:
+            return prompt
+        return self.tokenizer.apply_chat_template(
+            [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
+        )
+
+    def _ids(self, text: str, *, start: bool) -> list[int]:
+        """Token ids; ``start`` adds the BOS token (or EOS as a document separator when there is none)."""
+        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"] if text else []
+        if start:
+            first = self.tokenizer.bos_token_id
+            first = self.tokenizer.eos_token_id if first is None else first
+            if not ids or ids[0] != first:
+                ids = [first, *ids]
+        return ids
+
+    def _single_token_ids(self, words: Sequence[str]) -> list[int]:
+        ids = {tuple(self.tokenizer(w, add_special_tokens=False)["input_ids"]) for w in words}
+        return sorted({i[0] for i in ids if len(i) == 1})
+
+    def _chunks(self, lengths: Sequence[int], order: Sequence[int], *, rows: int | None = None) -> Iterator[list[int]]:
+        """Group indices (in ``order``) so each batch stays under the row and padded-token budgets."""
+        rows = rows or self.batch_size
+        batch: list[int] = []
+        longest = 0
+        for i in order:
+            longest_if = max(longest, lengths[i])
+            if batch and (len(batch) >= rows or longest_if * (len(batch) + 1) > self.max_batch_tokens):
+                yield batch
+                batch, longest_if = [], lengths[i]
+            batch.append(i)
+            longest = longest_if
+        if batch:
+            yield batch
+
+    # ---- generation
+    def _generate_kwargs(self, *, max_new_tokens: int, temperature: float, stop: Sequence[str] | None) -> dict:
+        kwargs: dict = {"max_new_tokens": max_new_tokens, "pad_token_id": self.tokenizer.pad_token_id}
+        if temperature > 0:
+            kwargs.update(do_sample=True, temperature=temperature, top_p=1.0, top_k=0)
+        else:
+            kwargs.update(do_sample=False)
+        if stop:
+            kwargs.update(stop_strings=list(stop), tokenizer=self.tokenizer)
+        return kwargs
+
+    def generate(
+        self,
+        prompts: Sequence[str],
+        *,
+        max_new_tokens: int = 64,
+        temperature: float = 0.0,
+        n: int = 1,
+        stop: Sequence[str] | None = None,
+        seed: int | None = None,
+    ) -> list[list[str]]:
+        """``n`` completions per prompt; all prompts and samples run as left-padded batches.
+
+        Greedy decoding (``temperature=0``) returns ``n`` copies of one completion. ``seed`` seeds
+        torch's global generator before each batch, for reproducible sampling. Calls from parallel
+        graph branches with the same settings are decoded together (:mod:`causalrag.tools.coalesce`).
+        """
+        return self._coalesced(prompts, max_new_tokens=max_new_tokens, temperature=temperature, n=n, stop=stop, seed=seed)
+
+    def _generate_batched(
+        self, prompts: Sequence[str], *, max_new_tokens: int, temperature: float, n: int, stop: Sequence[str] | None, seed: int | None
+    ) -> list[list[str]]:
+        torch = self._torch
+        texts = [self.format(p) for p in prompts]
+        encoded = [self.tokenizer(t, add_special_tokens=not self.has_chat_template)["input_ids"] for t in texts]
+        samples = n if temperature > 0 else 1
+        order = sorted(range(len(texts)), key=lambda i: len(encoded[i]))
+        lengths = [len(e) + max_new_tokens for e in encoded]
+        outputs: list[list[str]] = [[] for _ in texts]
+        kwargs = self._generate_kwargs(max_new_tokens=max_new_tokens, temperature=temperature, stop=stop)
+        if samples > 1:
+            kwargs["num_return_sequences"] = samples
+        rows = max(1, self.batch_size // samples)
+        for batch in self._chunks(lengths, order, rows=rows):
+            enc = self.tokenizer.pad({"input_ids": [encoded[i] for i in batch]}, return_tensors="pt").to(self.device)
+            with self._lock, torch.inference_mode():
+                if seed is not None:
+                    torch.manual_seed(seed)
+                out = self.model.generate(**enc, **kwargs)
+            new = out[:, enc["input_ids"].shape[1] :]
+            decoded = self.tokenizer.batch_decode(new, skip_special_tokens=True)
+            for row, text in enumerate(decoded):
+                outputs[batch[row // samples]].append(truncate_at_stop(text, stop))
+            real_new = int((new != self.tokenizer.pad_token_id).sum())
+            record(
+                self.usage,
+                Usage(
+                    calls=len(batch) * n,
+                    prompt_tokens=int(enc["attention_mask"].sum()) * samples,
+                    new_tokens=real_new,
+                    forward_passes=new.shape[1],
+                ),
+            )
+        return [o * n if samples == 1 else o for o in outputs]
+
+    def stream(self, prompt: str, *, max_new_tokens: int = 64, stop: Sequence[str] | None = None) -> Iterator[str]:
+        """Greedy completion of one prompt, yielded piece by piece as tokens are decoded."""
+        from transformers import TextIteratorStreamer
+
+        torch = self._torch
+        ids = self.tokenizer(self.format(prompt), add_special_tokens=not self.has_chat_template, return_tensors="pt")
+        ids = ids.to(self.device)
+        streamer = TextIteratorStreamer(self.tokenizer, skip_prompt=True, skip_special_tokens=True)
+        kwargs = self._generate_kwargs(max_new_tokens=max_new_tokens, temperature=0.0, stop=stop)
+        result: dict = {}
+
+        def run() -> None:
+            try:
+                with self._lock, torch.inference_mode():
+                    result["out"] = self.model.generate(**ids, **kwargs, streamer=streamer)
+            except BaseException as exc:  # surface errors from the worker thread in the caller
+                result["error"] = exc
+                streamer.end()
+
+        # copy the context so usage lands in the caller's meters
+        worker = threading.Thread(target=contextvars.copy_context().run, args=(run,), daemon=True)
+        worker.start()
+        hold = max((len(s) for s in stop or ()), default=1) - 1
+        text, sent = "", 0
+        for piece in streamer:
+            text += piece
+            cut = truncate_at_stop(text, stop)
+            if len(cut) < len(text):  # a stop string appeared: send what precedes it and finish
+                text = cut
+                for _ in streamer:  # drain the rest so the worker can finish
+                    pass
+                break
+            if len(text) - hold > sent:
+                yield text[sent : len(text) - hold]
+                sent = len(text) - hold
+        worker.join()
+        if "error" in result:
+            raise result["error"]
+        if len(text) > sent:
+            yield text[sent:]
+        new = result["out"][0, ids["input_ids"].shape[1] :]
+        record(
+            self.usage,
+            Usage(calls=1, prompt_tokens=ids["input_ids"].shape[1], new_tokens=len(new), forward_passes=len(new)),
+        )
+
+    # ---- scoring
+    def _logits(self, hidden):
+        """Output-layer logits for a few hidden states (never the whole sequence × vocabulary)."""
+        logits = self.model.get_output_embeddings()(hidden).float()
+        cap = getattr(self.model.config, "final_logit_softcapping", None)
+        return self._torch.tanh(logits / cap) * cap if cap else logits
+
+    def _token_logprobs(self, hidden, targets) -> list[float]:
+        """log p(target | position) for rows of ``hidden``, in slices to bound the vocabulary-sized memory."""
+        torch = self._torch
+        out: list[float] = []
+        step = max(1, 2**27 // max(1, self.model.config.vocab_size))  # ≈ 512 MB of fp32 logits at most
+        for s in range(0, hidden.shape[0], step):
+            logp = torch.log_softmax(self._logits(hidden[s : s + step]), dim=-1)
+            out += logp.gather(1, targets[s : s + step, None])[:, 0].tolist()
+        return out
+
+    def _run(self, ids: list[list[int]], **kwargs):
+        """One forward pass of the decoder over right-padded rows; returns last hidden states."""
+        torch = self._torch
+        width = max(map(len, ids))
+        pad = self.tokenizer.pad_token_id
+        input_ids = torch.tensor([r + [pad] * (width - len(r)) for r in ids], device=self.device)
+        mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in ids], device=self.device)
+        past = kwargs.get("past_key_values")
+        if past is not None:
+            offset = past.get_seq_length()
+            mask = torch.cat([torch.ones(len(ids), offset, dtype=mask.dtype, device=self.device), mask], dim=1)
+            kwargs["position_ids"] = torch.arange(offset, offset + width, device=self.device)[None].expand(len(ids), -1)
+        out = self.model.get_decoder()(input_ids=input_ids, attention_mask=mask, **kwargs)
+        record(self.usage, Usage(prompt_tokens=int(sum(map(len, ids))), forward_passes=1))
+        return out
+
+    def _score_full(self, prefixes: list[list[int]], conts: list[list[int]]) -> list[list[float]]:
+        torch = self._torch
+        seqs = [p + c for p, c in zip(prefixes, conts)]
+        result: list[list[float]] = [[] for _ in seqs]
+        order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
+        for batch in self._chunks([len(s) for s in seqs], order):
+            with self._lock, torch.inference_mode():
+                hidden = self._run([seqs[i] for i in batch]).last_hidden_state
+                rows, cols, targets = [], [], []
+                for r, i in enumerate(batch):
+                    start = len(prefixes[i])
+                    for pos in range(start, len(seqs[i])):
+                        rows.append(r), cols.append(pos - 1), targets.append(seqs[i][pos])
+                if not rows:
+                    continue
+                lps = self._token_logprobs(hidden[rows, cols], torch.tensor(targets, device=self.device))
+            k = 0
+            for i in batch:
+                result[i] = lps[k : k + len(conts[i])]
+                k += len(conts[i])
+        return result
+
+    def _score_shared(self, prefix: list[int], conts: list[list[int]]) -> list[list[float]]:
+        """Run the prefix once, then every continuation against a copy of its KV cache."""
+        torch = self._torch
+        result: list[list[float]] = [[] for _ in conts]
+        order = sorted(range(len(conts)), key=lambda i: len(conts[i]))
+        with self._lock, torch.inference_mode():
+            head = self._run([prefix], use_cache=True)
+            first = torch.log_softmax(self._logits(head.last_hidden_state[0, -1:]), dim=-1)[0]
+            for batch in self._chunks([len(c) + len(prefix) for c in conts], order):
+                batch = [i for i in batch if conts[i]]
+                if not batch:
+                    continue
+                cache = copy.deepcopy(head.past_key_values)
+                cache.batch_repeat_interleave(len(batch))
+                hidden = self._run([conts[i] for i in batch], past_key_values=cache, use_cache=True).last_hidden_state
+                rows, cols, targets = [], [], []
+                for r, i in enumerate(batch):
+                    for pos in range(1, len(conts[i])):
+                        rows.append(r), cols.append(pos - 1), targets.append(conts[i][pos])
+                lps = (
+                    self._token_logprobs(hidden[rows, cols], torch.tensor(targets, device=self.device))
+                    if rows
+                    else []
+                )
+                k = 0
+                for i in batch:
+                    rest = len(conts[i]) - 1
+                    result[i] = [float(first[conts[i][0]])] + lps[k : k + rest]
+                    k += rest
+        return result
+
+    def token_logprobs(self, prefixes: Sequence[str], continuations: Sequence[str]) -> list[list[float]]:
+        """Per-token log p(continuation token | prefix, earlier tokens), batched.
+
+        Continuations that share a prefix (≥ 2 of them, prefix ≥ 4 tokens) reuse its KV cache;
+        the rest run as right-padded batches. Callers keep the space between prefix and
+        continuation in the continuation (``"Answer:"`` + ``" Paris"``).
+        """
+        if len(prefixes) != len(continuations):
+            raise ValueError("logprob needs one prefix per continuation.")
+        pre = {p: self._ids(p, start=True) for p in set(prefixes)}
+        conts = [self._ids(c, start=False) for c in continuations]
+        groups: dict[str, list[int]] = {}
+        for i, p in enumerate(prefixes):
+            groups.setdefault(p, []).append(i)
+        result: list[list[float]] = [[] for _ in conts]
+        single: list[int] = []
+        for p, members in groups.items():
+            if len(members) >= 2 and len(pre[p]) >= 4:
+                for i, lps in zip(members, self._score_shared(pre[p], [conts[i] for i in members])):
+                    result[i] = lps
+            else:
+                single += members
+        if single:
+            for i, lps in zip(single, self._score_full([pre[prefixes[i]] for i in single], [conts[i] for i in single])):
+                result[i] = lps
+        record(self.usage, Usage(calls=len(conts)))
+        return result
+
+    def logprob(self, prefixes: Sequence[str], continuations: Sequence[str], *, reduce: Reduce = "sum") -> list[float]:
+        """Sum (or mean) of token log-probs of each continuation given its prefix; 0.0 for an empty one."""
+        return reduce_logprobs(self.token_logprobs(prefixes, continuations), reduce)
+
+    def yes_probability(self, prompts: Sequence[str]) -> list[float]:
+        """P(yes) / (P(yes) + P(no)) for the next token after each (chat-formatted) prompt."""
+        torch = self._torch
+        ids = [self.tokenizer(self.format(p), add_special_tokens=not self.has_chat_template)["input_ids"] for p in prompts]
+        probs: list[float] = [0.5] * len(ids)
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        for batch in self._chunks([len(i) for i in ids], order):
+            with self._lock, torch.inference_mode():
+                hidden = self._run([ids[i] for i in batch]).last_hidden_state
+                last = hidden[list(range(len(batch))), [len(ids[i]) - 1 for i in batch]]
+                p = torch.softmax(self._logits(last), dim=-1)
+                yes, no = p[:, self._yes_ids].sum(-1), p[:, self._no_ids].sum(-1)
+                share = (yes / (yes + no).clamp_min(1e-12)).tolist()
+            for i, s in zip(batch, share):
+                probs[i] = float(s)
+        record(self.usage, Usage(calls=len(ids)))
+        return probs
+
