@@ -1,47 +1,24 @@
 """Answer and retrieval metrics.
 
 Answer normalization is the official HotpotQA / SQuAD one (lower-case, drop punctuation and the
-articles a/an/the, squeeze whitespace). ``containment`` is the papers' "Acc" / CF-RAG's "smart EM":
-a gold answer appears inside the prediction. With several gold answers, each metric takes the best.
+articles a/an/the, squeeze whitespace); it and the token F1 live in the leaf :mod:`causalrag.text`,
+which the methods use too, and are re-exported here for evaluation code. ``containment`` is the
+papers' "Acc" / CF-RAG's "smart EM": a gold answer appears inside the prediction. With several gold
+answers, each metric takes the best.
 """
 
 from __future__ import annotations
 
 import math
-import re
-import string
-from collections import Counter
 from collections.abc import Sequence
 
-_PUNCT = set(string.punctuation)
+from causalrag.text import f1_score, normalize_answer
 
-
-def normalize_answer(text: str) -> str:
-    text = text.lower()
-    text = "".join(ch for ch in text if ch not in _PUNCT)
-    text = re.sub(r"\b(a|an|the)\b", " ", text)
-    return " ".join(text.split())
-
-
-def _f1(prediction: str, gold: str) -> float:
-    pred, ref = normalize_answer(prediction), normalize_answer(gold)
-    # official rule: a yes/no/noanswer on either side only scores when the two are identical
-    if (pred in ("yes", "no", "noanswer") or ref in ("yes", "no", "noanswer")) and pred != ref:
-        return 0.0
-    common = Counter(pred.split()) & Counter(ref.split())
-    same = sum(common.values())
-    if same == 0:
-        return 0.0
-    precision, recall = same / len(pred.split()), same / len(ref.split())
-    return 2 * precision * recall / (precision + recall)
+__all__ = ["answer_scores", "containment", "exact_match", "f1_score", "ndcg_at_k", "normalize_answer", "recall_at_k"]
 
 
 def exact_match(prediction: str, golds: Sequence[str]) -> float:
     return float(any(normalize_answer(prediction) == normalize_answer(g) for g in golds))
-
-
-def f1_score(prediction: str, golds: Sequence[str]) -> float:
-    return max((_f1(prediction, g) for g in golds), default=0.0)
 
 
 def containment(prediction: str, golds: Sequence[str]) -> float:

@@ -36,7 +36,7 @@ from causalrag.prompts.astute import (
 )
 from causalrag.prompts.common import ANSWER_STOP, answer_prompt
 from causalrag.state.astute import AstuteContext, AstuteState
-from causalrag.tools.parsing import clean_answer
+from causalrag.text import clean_answer
 
 _CLAIM_WORDS = 20
 

@@ -22,7 +22,6 @@ import numpy as np
 from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
-from causalrag.eval.metrics import normalize_answer
 from causalrag.nodes import cf_rag_math as cm
 from causalrag.nodes.common import context, emit, emit_evidence, question_of, stream_text, traced
 from causalrag.prompts.cf_rag import (
@@ -36,10 +35,10 @@ from causalrag.prompts.cf_rag import (
     relevance_prefix,
     synthesis_prompt,
 )
-from causalrag.prompts.common import ANSWER_STOP, answer_prompt, one_line
+from causalrag.prompts.common import ANSWER_STOP, answer_prompt
 from causalrag.state.cf_rag import CFRAGContext, CFRAGState, HypothesisTask
+from causalrag.text import between, clean_answer, normalize_answer, one_line
 from causalrag.tools.encoders import embed
-from causalrag.tools.parsing import between, clean_answer
 
 REGENERATE_TEMPERATURE = 0.8
 QUICK_ANSWER_TOKENS = 16

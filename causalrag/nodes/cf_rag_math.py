@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from causalrag.eval.metrics import normalize_answer
+from causalrag.text import normalize_answer
 
 _STOPWORDS = frozenset(
     "a an the of in on at to for from by with and or is are was were be been who what which when where "

@@ -3,7 +3,9 @@
 * :func:`traced` wraps a node so its ``trace`` entry records seconds and LLM usage (and any
   scores the node adds as ``{"trace": [{...}]}``);
 * :func:`context` resolves ``runtime.context`` (or the defaults bound by ``build_graph``);
-* :func:`emit_evidence` / :func:`emit` stream small typed events to ``stream_mode="custom"``.
+* :func:`emit_evidence` / :func:`emit` stream small typed events to ``stream_mode="custom"``;
+* :func:`generate_parsed` asks a model, parses each output and re-asks only the prompts whose
+  output did not parse, then falls back (a malformed output degrades an answer, never a graph).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from langchain_core.documents import Document
@@ -21,10 +24,11 @@ from langgraph.types import Command
 from causalrag.errors import CausalRAGError, EmptyQuestionError
 from causalrag.prompts.common import ANSWER_STOP, answer_prompt
 from causalrag.state.base import RAGContext, RAGState
-from causalrag.tools.parsing import clean_answer
+from causalrag.text import clean_answer
 from causalrag.tools.usage import metered
 
 C = TypeVar("C", bound=RAGContext)
+T = TypeVar("T")
 DEFAULT_CONTEXT_KEY = "causalrag_context"
 
 
@@ -105,6 +109,48 @@ def stream_text(runtime: Runtime, llm: Any, prompt: str, *, stage: str, max_new_
         pieces.append(piece)
         emit(runtime, "token", stage, text=piece)
     return "".join(pieces)
+
+
+@dataclass
+class Parsed:
+    """Parsed values (one per prompt) and how many fell back after the retries."""
+
+    values: list[Any]
+    fallbacks: int
+
+
+def generate_parsed(
+    llm: Any,
+    prompts: Sequence[str],
+    parse: Callable[[str], T | None],
+    *,
+    fallback: Callable[[str], T] | T,
+    retries: int = 1,
+    retry_temperature: float = 0.7,
+    **generate_kwargs: Any,
+) -> Parsed:
+    """Generate, parse, re-ask only the unparsed prompts (sampling) up to ``retries`` times, then fall back.
+
+    ``fallback`` is a value or a function of the last raw output.
+    """
+    values: list[Any] = [None] * len(prompts)
+    raw: list[str] = [""] * len(prompts)
+    todo = list(range(len(prompts)))
+    for attempt in range(retries + 1):
+        if not todo:
+            break
+        kwargs = dict(generate_kwargs)
+        if attempt:
+            kwargs["temperature"] = max(retry_temperature, kwargs.get("temperature", 0.0))
+        outputs = llm.generate([prompts[i] for i in todo], **kwargs)
+        for i, out in zip(todo, outputs):
+            raw[i] = out[0] if out else ""
+            values[i] = parse(raw[i])
+        todo = [i for i in todo if values[i] is None]
+    for i in todo:
+        values[i] = fallback(raw[i]) if callable(fallback) else fallback
+    return Parsed(values, len(todo))
+
 
 
 # --------------------------------------------------------------------------- shared nodes

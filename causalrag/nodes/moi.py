@@ -14,7 +14,6 @@ import numpy as np
 from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
-from causalrag.eval.metrics import normalize_answer
 from causalrag.nodes.common import context, emit, emit_evidence, question_of, traced
 from causalrag.nodes.moi_solve import (
     Permutation,
@@ -28,7 +27,7 @@ from causalrag.nodes.moi_solve import (
 from causalrag.prompts.common import ANSWER_STOP, answer_prompt
 from causalrag.prompts.moi import question_continuation, saliency_prefix
 from causalrag.state.moi import MoIContext, MoIState
-from causalrag.tools.parsing import clean_answer
+from causalrag.text import clean_answer, normalize_answer
 
 
 # --------------------------------------------------------------------------- stages as functions

@@ -27,13 +27,11 @@ import numpy as np
 from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
-from causalrag.eval.metrics import f1_score, normalize_answer
 from causalrag.nodes.common import context, emit, emit_evidence, question_of, stream_text, traced
 from causalrag.prompts import retro as prompts
-from causalrag.prompts.common import one_line
 from causalrag.state.retro import RetroContext, RetroState
+from causalrag.text import clean_answer, f1_score, normalize_answer, one_line
 from causalrag.tools.encoders import cosine_matrix
-from causalrag.tools.parsing import clean_answer
 
 _CONNECTORS = {"of", "van", "von", "de", "der", "du", "la", "le", "the"}
 _LEADING = {"in", "on", "at", "what", "which", "who", "whom", "whose", "where", "when", "how", "why",

@@ -26,8 +26,7 @@ from dataclasses import dataclass
 
 from langchain_core.documents import Document
 
-from causalrag.prompts.common import one_line
-from causalrag.tools.parsing import between, clean_answer, parse_float
+from causalrag.text import between, clean_answer, one_line, parse_float
 
 EXTERNAL, INTERNAL = "ext", "int"
 """Source labels: a retrieved passage is ``ext i``, a passage from the model's memory ``int i`` (§3.4, S₀)."""

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 
 from langchain_core.documents import Document
 
-from causalrag.prompts.common import format_passages, one_line
+from causalrag.prompts.common import format_passages
+from causalrag.text import one_line
 
 # --------------------------------------------------------------------------- §4.1.1 / App. F
 # The five transformation types τ, most frequent first (App. E.3, Table 6), each with what it

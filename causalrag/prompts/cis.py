@@ -18,7 +18,7 @@ from typing import Literal
 
 from langchain_core.documents import Document
 
-from causalrag.prompts.common import one_line
+from causalrag.text import one_line
 
 Form = Literal["qa", "plain"]
 

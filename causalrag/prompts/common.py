@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 from langchain_core.documents import Document
 
+from causalrag.text import one_line
+
 ANSWER_STOP = ("\n",)
 
 # Three short worked examples: a one-hop lookup, a bridge and a yes/no comparison (the HotpotQA kinds).
@@ -34,10 +36,6 @@ EXAMPLES = (
         "yes",
     ),
 )
-
-
-def one_line(text: str) -> str:
-    return " ".join(text.split())
 
 
 def format_passages(documents: Sequence[Document], *, numbered: bool = True) -> str:

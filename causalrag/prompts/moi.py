@@ -14,7 +14,8 @@ from collections.abc import Sequence
 
 from langchain_core.documents import Document
 
-from causalrag.prompts.common import format_passages, one_line
+from causalrag.prompts.common import format_passages
+from causalrag.text import one_line
 
 NO_PASSAGES = "(none)"
 

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 
 from langchain_core.documents import Document
 
-from causalrag.prompts.common import EXAMPLES, format_passages, one_line
+from causalrag.prompts.common import EXAMPLES, format_passages
+from causalrag.text import one_line
 
 ANSWER_STOP = ("\n\n", "\nQuestion:", "\nPassages:")
 LINE_STOP = ("\n",)

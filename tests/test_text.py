@@ -1,14 +1,12 @@
 import pytest
 
-from causalrag.tools.parsing import (
+from causalrag.text import (
     between,
     clean_answer,
-    generate_parsed,
     parse_float,
     parse_json_object,
     parse_yes_no,
 )
-from tests.fakes import FakeLLM
 
 
 @pytest.mark.parametrize(
@@ -59,16 +57,3 @@ def test_parse_yes_no():
     assert parse_yes_no("no.") is False
     assert parse_yes_no("maybe") is None
 
-
-def test_generate_parsed_retries_only_failures_then_falls_back():
-    llm = FakeLLM({"good": "42", "bad": ["nope", "still nope"]})
-    result = generate_parsed(llm, ["good prompt", "bad prompt"], lambda t: parse_float(t), fallback=-1.0, retries=1)
-    assert result.values == [42.0, -1.0]
-    assert result.fallbacks == 1
-    assert llm.prompts == ["good prompt", "bad prompt", "bad prompt"]  # only the failure was re-asked
-
-
-def test_generate_parsed_recovers_on_retry():
-    llm = FakeLLM({"flaky": ["garbage", "0.5"]})
-    result = generate_parsed(llm, ["flaky"], parse_float, fallback=None, retries=2)
-    assert result.values == [0.5] and result.fallbacks == 0

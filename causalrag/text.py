@@ -1,25 +1,62 @@
-"""Tolerant parsers for model output, and a batched parse-retry helper.
+"""Text helpers shared by prompts, nodes and evaluation: answer normalization, token F1, tolerant parsing.
 
-A malformed output degrades an answer; it never crashes a graph: every parser returns ``None``
-(or a cleaned string) instead of raising, and :func:`generate_parsed` re-asks only the prompts
-whose output did not parse, then falls back.
+A leaf: it imports nothing from causalrag, so methods use the same normalization as the metrics
+without depending on ``causalrag.eval``.
+
+* :func:`normalize_answer` is the official HotpotQA / SQuAD one (lower-case, drop punctuation and
+  the articles a/an/the, squeeze whitespace); :func:`f1_score` the official token F1;
+* the parsers never raise on malformed model output: they return ``None`` (or a cleaned string),
+  so a bad output degrades an answer and never crashes a graph. Each method's own output parsers
+  live beside its prompt in ``causalrag/prompts/<method>.py`` and are built from these.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, TypeVar
+import string
+from collections import Counter
+from collections.abc import Sequence
 
-T = TypeVar("T")
-
+_PUNCT = set(string.punctuation)
 _LEADS = re.compile(r"^(?:final answer|the answer is|answer)\s*[:\-]?\s*", re.IGNORECASE)
 _YES_NO_SENTENCE = re.compile(r"^(yes|no)\s*[,.;:!]", re.IGNORECASE)  # "Yes, both are American." answers "Yes"
 _GLUED_REASON = re.compile(r"\s+(?:because|since)\s.*$", re.IGNORECASE)  # "Robert Childers because [1] ..."
 
 
+def one_line(text: str) -> str:
+    """``text`` with every run of whitespace (newlines too) collapsed to one space."""
+    return " ".join(text.split())
+
+
+# --------------------------------------------------------------------------- answers
+def normalize_answer(text: str) -> str:
+    """Lower-case, no punctuation, no articles (a/an/the), single spaces: the official HotpotQA / SQuAD rule."""
+    text = text.lower()
+    text = "".join(ch for ch in text if ch not in _PUNCT)
+    text = re.sub(r"\b(a|an|the)\b", " ", text)
+    return " ".join(text.split())
+
+
+def _f1(prediction: str, gold: str) -> float:
+    pred, ref = normalize_answer(prediction), normalize_answer(gold)
+    # official rule: a yes/no/noanswer on either side only scores when the two are identical
+    if (pred in ("yes", "no", "noanswer") or ref in ("yes", "no", "noanswer")) and pred != ref:
+        return 0.0
+    common = Counter(pred.split()) & Counter(ref.split())
+    same = sum(common.values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(pred.split()), same / len(ref.split())
+    return 2 * precision * recall / (precision + recall)
+
+
+def f1_score(prediction: str, golds: Sequence[str]) -> float:
+    """Token F1 of ``prediction`` against the best of ``golds`` (0.0 when there are none)."""
+    return max((_f1(prediction, g) for g in golds), default=0.0)
+
+
+# --------------------------------------------------------------------------- parsing
 def clean_answer(text: str) -> str:
     """First non-empty line, without an "Answer:" lead, a reason glued on ("… because …"), wrapping
     quotes or a trailing period; a yes/no sentence ("Yes, both are American.") becomes its yes or no.
@@ -73,46 +110,7 @@ def parse_json_object(text: str) -> dict | None:
 
 
 def parse_yes_no(text: str) -> bool | None:
+    """True/False for the first standalone "yes"/"no" in ``text``; None when there is neither."""
     m = re.search(r"\b(yes|no)\b", text, re.IGNORECASE)
     return None if m is None else m.group(1).lower() == "yes"
 
-
-@dataclass
-class Parsed:
-    """Parsed values (one per prompt) and how many fell back after the retries."""
-
-    values: list[Any]
-    fallbacks: int
-
-
-def generate_parsed(
-    llm: Any,
-    prompts: Sequence[str],
-    parse: Callable[[str], T | None],
-    *,
-    fallback: Callable[[str], T] | T,
-    retries: int = 1,
-    retry_temperature: float = 0.7,
-    **generate_kwargs: Any,
-) -> Parsed:
-    """Generate, parse, re-ask only the unparsed prompts (sampling) up to ``retries`` times, then fall back.
-
-    ``fallback`` is a value or a function of the last raw output.
-    """
-    values: list[Any] = [None] * len(prompts)
-    raw: list[str] = [""] * len(prompts)
-    todo = list(range(len(prompts)))
-    for attempt in range(retries + 1):
-        if not todo:
-            break
-        kwargs = dict(generate_kwargs)
-        if attempt:
-            kwargs["temperature"] = max(retry_temperature, kwargs.get("temperature", 0.0))
-        outputs = llm.generate([prompts[i] for i in todo], **kwargs)
-        for i, out in zip(todo, outputs):
-            raw[i] = out[0] if out else ""
-            values[i] = parse(raw[i])
-        todo = [i for i in todo if values[i] is None]
-    for i in todo:
-        values[i] = fallback(raw[i]) if callable(fallback) else fallback
-    return Parsed(values, len(todo))
