@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
-from causalrag.nodes.common import context, emit, emit_evidence, question_of, stream_text, traced
+from causalrag.nodes.common import context, emit, emit_evidence, llm_of, question_of, stream_text, traced
 from causalrag.prompts.astute import (
     BLOCK_STOP,
     EXTERNAL,
@@ -91,7 +91,7 @@ def elicit(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
     question = question_of(state)
     if ctx.max_internal <= 0:
         return {"internal": [], "trace": [{"internal_passages": 0}]}
-    text = ctx.get_llm().generate(
+    text = llm_of(ctx).generate(
         [internal_prompt(question, ctx.max_internal)],
         max_new_tokens=ctx.internal_tokens * ctx.max_internal,
         temperature=0.0,
@@ -136,7 +136,7 @@ def _consolidation_round(state: AstuteState, runtime: Runtime, prompt, *, node: 
     pool, last = state.get("pool") or [], state.get("groups") or []
     iteration = state.get("iteration", 0) + 1
     text = stream_text(
-        runtime, context(runtime).get_llm(), prompt(question_of(state), pool, last),
+        runtime, llm_of(context(runtime)), prompt(question_of(state), pool, last),
         stage=stage, max_new_tokens=max_new_tokens, stop=BLOCK_STOP,
     )
     groups, figures = _groups_or_fallback(text, pool, last)
@@ -167,7 +167,7 @@ def propose(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
     question, pool = question_of(state), state.get("pool") or []
     groups = state.get("groups") or []
     prompts = [propose_prompt(question, g, members(g, pool)) for g in groups]
-    outputs = ctx.get_llm().generate(prompts, max_new_tokens=ctx.max_new_tokens + 8, temperature=0.0, stop=BLOCK_STOP) if prompts else []
+    outputs = llm_of(ctx).generate(prompts, max_new_tokens=ctx.max_new_tokens + 8, temperature=0.0, stop=BLOCK_STOP) if prompts else []
     candidates, missing = [], 0
     for group, out in zip(groups, outputs):
         answer, confidence = parse_proposal(out[0] if out else "")
@@ -210,7 +210,7 @@ def _finish(runtime: Runtime, state: AstuteState, candidates: list[dict], final:
     else:  # no group proposed an answer and no usable marker (e.g. an empty pool): plain RAG's answer
         used = list(state.get("documents") or [])[: ctx.k]
         answer = clean_answer(
-            ctx.get_llm().generate([answer_prompt(question_of(state), used)], max_new_tokens=ctx.max_new_tokens, stop=ANSWER_STOP)[0][0]
+            llm_of(ctx).generate([answer_prompt(question_of(state), used)], max_new_tokens=ctx.max_new_tokens, stop=ANSWER_STOP)[0][0]
         )
     emit(runtime, "answer", "select", answer=answer, chosen=chosen)
     update = {"answer": answer, "documents": used, "candidates": candidates, "chosen": chosen}
@@ -236,7 +236,7 @@ def select(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
     final = None
     if len(candidates) > 1:
         text = stream_text(
-            runtime, ctx.get_llm(), select_prompt(question_of(state), candidates),
+            runtime, llm_of(ctx), select_prompt(question_of(state), candidates),
             stage="select", max_new_tokens=ctx.max_new_tokens + 8, stop=LINE_STOP,
         )
         final = parse_choice(text)

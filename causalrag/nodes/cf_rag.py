@@ -23,7 +23,7 @@ from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
 from causalrag.nodes import cf_rag_math as cm
-from causalrag.nodes.common import context, emit, emit_evidence, question_of, stream_text, traced
+from causalrag.nodes.common import context, emit, emit_evidence, llm_of, question_of, store_of, stream_text, traced
 from causalrag.prompts.cf_rag import (
     COUNTERFACTUAL_STOP,
     HYPOTHESIS_STOP,
@@ -52,9 +52,9 @@ def passage_text(doc: Document) -> str:
 # --------------------------------------------------------------------------- §4.1.1 counterfactuals
 def quick_answers(ctx: CFRAGContext, queries: list[str]) -> list[str]:
     """L(q) by a quick baseline RAG pass: top ``validation_k`` passages each, all answers in one batch."""
-    store = ctx.get_store()
+    store = store_of(ctx)
     prompts = [answer_prompt(q, store.retrieve(q, ctx.validation_k, mode=ctx.retrieval, ids=ctx.ids)) for q in queries]
-    outputs = ctx.get_llm().generate(prompts, max_new_tokens=QUICK_ANSWER_TOKENS, stop=ANSWER_STOP)
+    outputs = llm_of(ctx).generate(prompts, max_new_tokens=QUICK_ANSWER_TOKENS, stop=ANSWER_STOP)
     return [clean_answer(o[0] if o else "") for o in outputs]
 
 
@@ -119,7 +119,7 @@ def rewrites(ctx: CFRAGContext, question: str, kinds: list[str], *, attempt: int
     sampling = (
         {"temperature": REGENERATE_TEMPERATURE, "n": ctx.regenerate_samples, "seed": ctx.seed} if attempt > 1 else {}
     )
-    outputs = ctx.get_llm().generate(
+    outputs = llm_of(ctx).generate(
         [counterfactual_prompt(question, k) for k in kinds], max_new_tokens=32, stop=COUNTERFACTUAL_STOP, **sampling
     )
     return [
@@ -186,7 +186,7 @@ def dialectical_retrieve(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> d
     """E_total = R(q) ∪ ⋃ R(q'), then dedup (Eq. 4) and the quality/relevance filter (Eq. 5)."""
     ctx = context(runtime)
     queries = [question_of(state), *(state.get("cf_queries") or [])]
-    store = ctx.get_store()
+    store = store_of(ctx)
     union: dict[str, Document] = {}
     for i, query in enumerate(queries):
         for doc in store.retrieve(query, ctx.k, mode=ctx.retrieval, ids=ctx.ids):
@@ -259,7 +259,7 @@ def hypothesize(task: HypothesisTask, runtime: Runtime[CFRAGContext]) -> dict:
     ctx = context(runtime)
     docs = list(task.get("documents") or [])
     prompt = hypothesis_prompt(question_of(task), docs)
-    raw = ctx.get_llm().generate([prompt], max_new_tokens=ctx.hypothesis_tokens, stop=HYPOTHESIS_STOP)[0]
+    raw = llm_of(ctx).generate([prompt], max_new_tokens=ctx.hypothesis_tokens, stop=HYPOTHESIS_STOP)[0]
     raw_text = raw[0] if raw else ""
     answer, rationale = parse_hypothesis(raw_text)
     hypothesis = {"index": task["index"], "answer": answer, "rationale": rationale, "raw": raw_text,
@@ -289,7 +289,7 @@ def confidences(llm, question: str, hyps: list[dict], samples: list[list[Documen
 def arbitrate(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
     """Ψ_j for every hypothesis, ranked; HighConsensus decides the route (Algorithm 1, lines 10-15)."""
     ctx = context(runtime)
-    llm = ctx.get_llm()
+    llm = llm_of(ctx)
     question = question_of(state)
     samples = state.get("samples") or []
     hyps = sorted(state.get("hypotheses") or [], key=lambda h: h["index"])
@@ -355,7 +355,7 @@ def synthesize(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
     samples = state.get("samples") or []
     docs = list({d.id: d for h in top for d in samples[h["index"]]}.values())[: ctx.synthesis_k]
     prompt = synthesis_prompt(question_of(state), top, docs)
-    text = stream_text(runtime, ctx.get_llm(), prompt, stage="synthesize", max_new_tokens=ctx.max_new_tokens,
+    text = stream_text(runtime, llm_of(ctx), prompt, stage="synthesize", max_new_tokens=ctx.max_new_tokens,
                        stop=SYNTHESIS_STOP)
     final = clean_answer(text)
     fallback = not final and bool(top)

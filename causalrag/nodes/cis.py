@@ -12,7 +12,7 @@ import math
 from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
-from causalrag.nodes.common import context, emit_evidence, question_of, traced
+from causalrag.nodes.common import context, emit_evidence, llm_of, question_of, store_of, traced
 from causalrag.state.cis import CISContext, CISState
 from causalrag.tools.cis import CISScore, CISScorer
 from causalrag.tools.cross_encoder import default_distilled_path, load_distilled
@@ -22,14 +22,14 @@ from causalrag.tools.cross_encoder import default_distilled_path, load_distilled
 def retrieve_candidates(state: CISState, runtime: Runtime[CISContext]) -> dict:
     """Top-N first-stage candidates (BM25 by default, the paper's §5.2.1 setting)."""
     ctx = context(runtime)
-    docs = ctx.get_store().retrieve(question_of(state), ctx.n_candidates, mode=ctx.retrieval, ids=ctx.ids)
+    docs = store_of(ctx).retrieve(question_of(state), ctx.n_candidates, mode=ctx.retrieval, ids=ctx.ids)
     emit_evidence(runtime, "retrieve_candidates", docs, retrieval=ctx.retrieval)
     return {"documents": docs}
 
 
 def lm_scores(ctx: CISContext, question: str, docs: list[Document]) -> tuple[list[CISScore], dict]:
     """CIS from the causal LM, plus the p(K) cache figures for the trace."""
-    scorer = CISScorer(ctx.get_llm(), form=ctx.form, use_prior=ctx.use_prior)
+    scorer = CISScorer(llm_of(ctx), form=ctx.form, use_prior=ctx.use_prior)
     scores = scorer.score(question, docs)
     return scores, {"prior_cached": scorer.prior_hits, "prior_computed": scorer.prior_computed}
 

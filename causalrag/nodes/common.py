@@ -3,6 +3,7 @@
 * :func:`traced` wraps a node so its ``trace`` entry records seconds and LLM usage (and any
   scores the node adds as ``{"trace": [{...}]}``);
 * :func:`context` resolves ``runtime.context`` (or the defaults bound by ``build_graph``);
+  :func:`llm_of` / :func:`store_of` its model and store (the process-wide defaults when None);
 * :func:`emit_evidence` / :func:`emit` stream small typed events to ``stream_mode="custom"``;
 * :func:`generate_parsed` asks a model, parses each output and re-asks only the prompts whose
   output did not parse, then falls back (a malformed output degrades an answer, never a graph).
@@ -42,6 +43,25 @@ def context(runtime: Runtime[C]) -> C:
             "This graph has no context: build it with causalrag.build_graph(name) or pass context=... to invoke."
         )
     return bound
+
+
+def llm_of(ctx: RAGContext) -> Any:
+    """The context's LLM; None → the process-wide default model, loaded once and kept on the context,
+    so one model serves every node of the run."""
+    if ctx.llm is None:
+        from causalrag.tools.llm import default_llm  # looked up per call, so a replaced default is seen
+
+        ctx.llm = default_llm()
+    return ctx.llm
+
+
+def store_of(ctx: RAGContext) -> Any:
+    """The context's store; None → the ``collection`` store (the demo collection is seeded on first use), kept on the context."""
+    if ctx.store is None:
+        from causalrag.corpus import open_store  # Chroma loads only when a node first retrieves
+
+        ctx.store = open_store(ctx.collection)
+    return ctx.store
 
 
 def question_of(state: RAGState) -> str:
@@ -158,7 +178,7 @@ def generate_parsed(
 def retrieve(state: RAGState, runtime: Runtime[RAGContext]) -> dict:
     """Top-k passages for the question (dense, BM25 or hybrid, as the context says)."""
     ctx = context(runtime)
-    docs = ctx.get_store().retrieve(question_of(state), ctx.k, mode=ctx.retrieval, ids=ctx.ids)
+    docs = store_of(ctx).retrieve(question_of(state), ctx.k, mode=ctx.retrieval, ids=ctx.ids)
     emit_evidence(runtime, "retrieve", docs)
     return {"documents": docs}
 
@@ -169,7 +189,7 @@ def answer(state: RAGState, runtime: Runtime[RAGContext]) -> dict:
     ctx = context(runtime)
     used = list(state.get("documents") or [])[: ctx.k]
     prompt = answer_prompt(question_of(state), used)
-    text = stream_text(runtime, ctx.get_llm(), prompt, stage="answer", max_new_tokens=ctx.max_new_tokens, stop=ANSWER_STOP)
+    text = stream_text(runtime, llm_of(ctx), prompt, stage="answer", max_new_tokens=ctx.max_new_tokens, stop=ANSWER_STOP)
     final = clean_answer(text)
     emit(runtime, "answer", "answer", answer=final)
     return {"answer": final, "documents": used}

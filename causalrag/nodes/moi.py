@@ -14,7 +14,7 @@ import numpy as np
 from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
-from causalrag.nodes.common import context, emit, emit_evidence, question_of, traced
+from causalrag.nodes.common import context, emit, emit_evidence, llm_of, question_of, store_of, traced
 from causalrag.nodes.moi_solve import (
     Permutation,
     cyclic_permutations,
@@ -82,7 +82,7 @@ def retrieve_candidates(state: MoIState, runtime: Runtime[MoIContext]) -> dict:
     """The n passages MoI reorders (n = max(candidates, k)), in the retriever's order."""
     ctx = context(runtime)
     n = max(ctx.candidates, ctx.k)
-    docs = ctx.get_store().retrieve(question_of(state), n, mode=ctx.retrieval, ids=ctx.ids)
+    docs = store_of(ctx).retrieve(question_of(state), n, mode=ctx.retrieval, ids=ctx.ids)
     emit_evidence(runtime, "retrieve", docs)
     return {"candidates": docs, "documents": docs, "ranking": [d.id for d in docs]}
 
@@ -103,7 +103,7 @@ def score(state: MoIState, runtime: Runtime[MoIContext]) -> dict:
     perms = [tuple(p) for p in state.get("permutations") or []]
     if not perms:
         return {"saliency": [], "trace": [{"scored": 0}]}
-    values, log_p_question = saliency(ctx.get_llm(), question_of(state), state["candidates"], perms)
+    values, log_p_question = saliency(llm_of(ctx), question_of(state), state["candidates"], perms)
     emit(runtime, "scores", "score", saliency=[round(v, 4) for v in values], log_p_question=round(log_p_question, 4))
     return {"saliency": values, "log_p_question": log_p_question, "trace": [{"scored": len(values)}]}
 
@@ -132,7 +132,7 @@ def rerank_moi(state: MoIState, runtime: Runtime[MoIContext]) -> dict:
     ctx = context(runtime)
     candidates = list(state.get("candidates") or state.get("documents") or [])
     perms = propose(ctx, len(candidates))
-    values, log_p_question = saliency(ctx.get_llm(), question_of(state), candidates, perms) if perms else ([], 0.0)
+    values, log_p_question = saliency(llm_of(ctx), question_of(state), candidates, perms) if perms else ([], 0.0)
     update = debias(ctx, candidates, perms, values)
     emit_evidence(runtime, "rerank_moi", update["documents"], w=[round(v, 4) for v in update["position_weights"]])
     update["trace"][0].update(permutations=len(perms), scored=len(values))
@@ -160,7 +160,7 @@ def vote(state: MoIState, runtime: Runtime[MoIContext]) -> dict:
     candidates = list(state.get("candidates") or [])
     perms = [tuple(p) for p in state.get("permutations") or []] or [()]
     prompts = [answer_prompt(question, [candidates[i] for i in p][: ctx.k]) for p in perms]
-    outputs = ctx.get_llm().generate(prompts, max_new_tokens=ctx.max_new_tokens, stop=list(ANSWER_STOP))
+    outputs = llm_of(ctx).generate(prompts, max_new_tokens=ctx.max_new_tokens, stop=list(ANSWER_STOP))
     answers = [clean_answer(o[0]) for o in outputs]
     counts = Counter(normalize_answer(a) for a in answers if normalize_answer(a))
     winner = counts.most_common(1)[0][0] if counts else ""

@@ -27,7 +27,7 @@ import numpy as np
 from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
-from causalrag.nodes.common import context, emit, emit_evidence, question_of, stream_text, traced
+from causalrag.nodes.common import context, emit, emit_evidence, llm_of, question_of, store_of, stream_text, traced
 from causalrag.prompts import retro as prompts
 from causalrag.state.retro import RetroContext, RetroState
 from causalrag.text import clean_answer, f1_score, normalize_answer, one_line
@@ -138,7 +138,7 @@ def match_scores(ctx: RetroContext, query: str, texts: Sequence[str]) -> list[fl
     """
     if not texts:
         return []
-    llm = np.array(ctx.get_llm().yes_probability([prompts.relevance_prompt(t, query) for t in texts])) if ctx.matching != "dense" else None
+    llm = np.array(llm_of(ctx).yes_probability([prompts.relevance_prompt(t, query) for t in texts])) if ctx.matching != "dense" else None
     dense = cosine_matrix([query], list(texts))[0].astype(float) if ctx.matching != "llm" else None
     if llm is None:
         return dense.round(4).tolist()
@@ -192,7 +192,7 @@ def collate(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
     matching = question if search == question else f"{question} {search}"
     held = list(state.get("source_evidence") or [])
     held_ids = {d.id for d in held}
-    hits = ctx.get_store().retrieve(search, ctx.retrieve_k + len(held), mode=ctx.retrieval, ids=ctx.ids)
+    hits = store_of(ctx).retrieve(search, ctx.retrieve_k + len(held), mode=ctx.retrieval, ids=ctx.ids)
     new = [d for d in hits if d.id not in held_ids][: ctx.retrieve_k]
     pool = held + new
     if ctx.collation:
@@ -230,7 +230,7 @@ def discover(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
     ctx = context(runtime)
     if not ctx.discovery:
         return {"inferential_evidence": [], "trace": [{"discovery": False}]}
-    question, llm = question_of(state), ctx.get_llm()
+    question, llm = question_of(state), llm_of(ctx)
     sources = list(state.get("source_evidence") or [])
     previous = list(state.get("inferential_evidence") or [])
     matching = state.get("matching_query") or question
@@ -279,7 +279,7 @@ def answer(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
     answer is asked for once more after its reasoning (counted as ``cot_fallbacks``).
     """
     ctx = context(runtime)
-    question, llm = question_of(state), ctx.get_llm()
+    question, llm = question_of(state), llm_of(ctx)
     sources = list(state.get("source_evidence") or [])
     facts = list(state.get("inferential_evidence") or [])
     cot = prompts.cot_prompt(question, sources, facts)
@@ -315,7 +315,7 @@ def check(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
     final, sc_answer = state.get("answer") or "", state.get("sc_answer") or ""
     iteration = state.get("iteration", 1)
     if normalize_answer(final) and normalize_answer(sc_answer):
-        raw, neutral = ctx.get_llm().yes_probability([
+        raw, neutral = llm_of(ctx).yes_probability([
             prompts.consistency_prompt(question, final, sc_answer),
             prompts.consistency_prompt(question, prompts.CONTENT_FREE, prompts.CONTENT_FREE),
         ])
@@ -358,7 +358,7 @@ def requery(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
     """
     ctx = context(runtime)
     question = question_of(state)
-    completion = ctx.get_llm().generate(
+    completion = llm_of(ctx).generate(
         [prompts.requery_prompt(question, state.get("source_evidence") or [], state.get("inferential_evidence") or [],
                                 state.get("reasoning", ""))],
         max_new_tokens=ctx.query_tokens, stop=prompts.LINE_STOP,

@@ -33,10 +33,11 @@ class RAGState(InputState, OutputState):
 
 @dataclass(kw_only=True)
 class RAGContext:
-    """What every graph reads from ``runtime.context``.
+    """What every graph reads from ``runtime.context``: plain data, no loading.
 
     ``llm`` and ``store`` default to the process-wide model (``CAUSALRAG_MODEL`` or the bundled
-    Gemma 3 270M) and the ``collection`` store; pass your own objects to swap them.
+    Gemma 3 270M) and the ``collection`` store, which nodes resolve on first use
+    (``causalrag.nodes.common.llm_of`` / ``store_of``); pass your own objects to swap them.
     """
 
     llm: Any = None
@@ -51,17 +52,3 @@ class RAGContext:
     """Restrict retrieval to these passage ids (e.g. one question's own paragraphs)."""
     max_new_tokens: int = 24
     """Token budget of the final short answer."""
-
-    def get_llm(self):
-        if self.llm is None:
-            from causalrag.tools.llm import default_llm
-
-            self.llm = default_llm()
-        return self.llm
-
-    def get_store(self):
-        if self.store is None:
-            from causalrag.corpus import open_store
-
-            self.store = open_store(self.collection)
-        return self.store
