@@ -31,13 +31,15 @@ from causalrag.prompts.cf_rag import (
     TRANSFORMATIONS,
     counterfactual_prompt,
     hypothesis_prompt,
+    parse_hypothesis,
+    parse_rewrite,
     relevance_continuation,
     relevance_prefix,
     synthesis_prompt,
 )
 from causalrag.prompts.common import ANSWER_STOP, answer_prompt
 from causalrag.state.cf_rag import CFRAGContext, CFRAGState, HypothesisTask
-from causalrag.text import between, clean_answer, normalize_answer, one_line
+from causalrag.text import clean_answer, normalize_answer
 from causalrag.tools.encoders import embed
 
 REGENERATE_TEMPERATURE = 0.8
@@ -123,7 +125,7 @@ def rewrites(ctx: CFRAGContext, question: str, kinds: list[str], *, attempt: int
         [counterfactual_prompt(question, k) for k in kinds], max_new_tokens=32, stop=COUNTERFACTUAL_STOP, **sampling
     )
     return [
-        {"type": k, "query": one_line(text).strip("\"' "), "attempt": attempt}
+        {"type": k, "query": parse_rewrite(text), "attempt": attempt}
         for k, samples in zip(kinds, outputs)
         for text in samples or [""]
     ]
@@ -247,12 +249,6 @@ def cluster_and_sample(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dic
 
 
 # --------------------------------------------------------------------------- Eq. 8 hypotheses
-def parse_hypothesis(text: str) -> tuple[str, str]:
-    """(answer, rationale) from ``" answer\\nReason: ..."``; missing parts are empty strings."""
-    head = text.split("\nReason:", 1)[0]
-    return clean_answer(head), one_line(between(text, "Reason:", "\n") or "")
-
-
 @traced
 def hypothesize(task: HypothesisTask, runtime: Runtime[CFRAGContext]) -> dict:
     """(a_j, r_j) = H(q, E_j): one reasoning path, run as its own ``Send`` branch."""

@@ -30,7 +30,7 @@ from langgraph.runtime import Runtime
 from causalrag.nodes.common import context, emit, emit_evidence, llm_of, question_of, store_of, stream_text, traced
 from causalrag.prompts import retro as prompts
 from causalrag.state.retro import RetroContext, RetroState
-from causalrag.text import clean_answer, f1_score, normalize_answer, one_line
+from causalrag.text import clean_answer, f1_score, normalize_answer
 from causalrag.tools.encoders import cosine_matrix
 
 _CONNECTORS = {"of", "van", "von", "de", "der", "du", "la", "le", "the"}
@@ -159,24 +159,6 @@ def with_score(doc: Document, score: float) -> Document:
     return Document(id=doc.id, page_content=doc.page_content, metadata=meta)
 
 
-def parse_facts(text: str, limit: int) -> list[str]:
-    """Bullet lines of the M_IE completion (the first bullet's dash is in the prompt); fragments
-    under three words (a line cut by the token budget) are dropped."""
-    facts = []
-    for line in text.splitlines():
-        fact = one_line(line.lstrip("-*• ").strip())
-        if len(fact.split()) >= 3 and not fact.lower().startswith(("facts about", "passages", "question")):
-            facts.append(fact)
-    return list(dict.fromkeys(facts))[:limit]
-
-
-def split_cot(text: str) -> tuple[str, str | None]:
-    """(reasoning r, answer a) of an M_C completion; a is None when no "Answer:" line came."""
-    head, sep, tail = text.partition("Answer:")
-    reasoning = one_line(head)
-    return reasoning, clean_answer(tail) if sep else None
-
-
 # --------------------------------------------------------------------------- nodes
 @traced
 def collate(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
@@ -239,7 +221,7 @@ def discover(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
         max_new_tokens=12 * ctx.max_inferences, stop=prompts.LIST_STOP,
     )[0][0]
     seen = {normalize_answer(p) for p in previous} | {normalize_answer(question)}
-    candidates = [f for f in parse_facts(completion, ctx.max_inferences) if normalize_answer(f) not in seen]
+    candidates = [f for f in prompts.parse_facts(completion, ctx.max_inferences) if normalize_answer(f) not in seen]
     gates = [prompts.question_relevance_prompt(c, previous, matching) for c in candidates]
     gates += [prompts.attribution_prompt(c, best_source(c, sources)) for c in candidates]
     gates += [prompts.question_relevance_prompt(prompts.CONTENT_FREE, previous, matching),
@@ -288,7 +270,7 @@ def answer(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
                                   stop=prompts.ANSWER_STOP, seed=ctx.seed)[0][0]
     else:
         completion = stream_text(runtime, llm, cot, stage="answer", max_new_tokens=ctx.reasoning_tokens, stop=prompts.ANSWER_STOP)
-    reasoning, final = split_cot(completion)
+    reasoning, final = prompts.split_cot(completion)
     fallback = final is None
     if fallback:
         final = clean_answer(llm.generate([f"{cot} {reasoning}\nAnswer:"], max_new_tokens=ctx.max_new_tokens,

@@ -1,4 +1,4 @@
-"""CF-RAG prompts (our wording; Qin et al. §4.1.1 + App. E/F, §4.2.1 + App. G, §4.2.3 + App. J).
+"""CF-RAG prompts (our wording; Qin et al. §4.1.1 + App. E/F, §4.2.1 + App. G, §4.2.3 + App. J) and their parsers.
 
 Written for a 270M base model: plain completions, one tiny worked example each, a line-end stop.
 Instruct models get the same text through their chat template. Retrieved text only ever appears
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from langchain_core.documents import Document
 
 from causalrag.prompts.common import format_passages
-from causalrag.text import one_line
+from causalrag.text import between, clean_answer, one_line
 
 # --------------------------------------------------------------------------- §4.1.1 / App. F
 # The five transformation types τ, most frequent first (App. E.3, Table 6), each with what it
@@ -44,6 +44,11 @@ def counterfactual_prompt(question: str, kind: str) -> str:
     )
 
 
+def parse_rewrite(text: str) -> str:
+    """The rewritten question of a counterfactual completion: one line, without wrapping quotes."""
+    return one_line(text).strip("\"' ")
+
+
 # --------------------------------------------------------------------------- §4.2.1 / App. G
 HYPOTHESIS_STOP = ("\n\n", "\nPassages:", "\nQuestion:")
 _HYPOTHESIS_EXAMPLE = (
@@ -68,6 +73,12 @@ def hypothesis_prompt(question: str, documents: Sequence[Document]) -> str:
         f"Passages:\n{passages}\nQuestion: {q}\nAnswer: {a}\nReason: {reason}\n\n"
         f"Passages:\n{format_passages(documents)}\nQuestion: {one_line(question)}\nAnswer:"
     )
+
+
+def parse_hypothesis(text: str) -> tuple[str, str]:
+    """(answer, rationale) from ``" answer\\nReason: ..."``; missing parts are empty strings."""
+    head = text.split("\nReason:", 1)[0]
+    return clean_answer(head), one_line(between(text, "Reason:", "\n") or "")
 
 
 # --------------------------------------------------------------------------- §4.2.2 relevance s(q, e)

@@ -1,4 +1,4 @@
-"""RetroRAG prompts (paper Appendix A, Figures 7–13), in our own words and short.
+"""RetroRAG prompts (paper Appendix A, Figures 7–13), in our own words and short, and their parsers.
 
 The default model is a 270M base model at ~9 new tokens/s on a CPU, so every prompt is a plain
 completion with at most two tiny worked examples and a stop string; the judge prompts
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from langchain_core.documents import Document
 
 from causalrag.prompts.common import EXAMPLES, format_passages
-from causalrag.text import one_line
+from causalrag.text import clean_answer, one_line
 
 ANSWER_STOP = ("\n\n", "\nQuestion:", "\nPassages:")
 LINE_STOP = ("\n",)
@@ -48,6 +48,13 @@ def cot_prompt(question: str, documents: Sequence[Document], inferences: Sequenc
         "Answer the question from the passages. Reason in one sentence, then answer with a short phrase.\n\n"
         f"{shots}{context_block(documents, inferences)}\nQuestion: {one_line(question)}\nReasoning:"
     )
+
+
+def split_cot(text: str) -> tuple[str, str | None]:
+    """(reasoning r, answer a) of an M_C completion; a is None when no "Answer:" line came."""
+    head, sep, tail = text.partition("Answer:")
+    reasoning = one_line(head)
+    return reasoning, clean_answer(tail) if sep else None
 
 
 def direct_prompt(question: str, documents: Sequence[Document], inferences: Sequence[str]) -> str:
@@ -85,6 +92,17 @@ def inference_prompt(question: str, entities: Sequence[str], documents: Sequence
         f"Passages:\n{_BRIDGE_PASSAGES}\nQuestion: {_BRIDGE_Q}\nFacts about Inception:\n{facts}\n\n"
         f"Passages:\n{format_passages(documents)}\nQuestion: {one_line(question)}\nFacts about {one_line(about)}:\n-"
     )
+
+
+def parse_facts(text: str, limit: int) -> list[str]:
+    """Bullet lines of the M_IE completion (the first bullet's dash is in the prompt); fragments
+    under three words (a line cut by the token budget) are dropped."""
+    facts = []
+    for line in text.splitlines():
+        fact = one_line(line.lstrip("-*• ").strip())
+        if len(fact.split()) >= 3 and not fact.lower().startswith(("facts about", "passages", "question")):
+            facts.append(fact)
+    return list(dict.fromkeys(facts))[:limit]
 
 
 def question_relevance_prompt(inference: str, known: Sequence[str], query: str) -> str:
