@@ -9,7 +9,8 @@
 * :mod:`~causalrag.tools.backends.chat_model` — LangChain chat models as backends, and backends as
   LangChain chat models.
 
-A backend imports only ``base`` (and ``causalrag.tools.usage`` for its counters), never another
-backend or the factory. To add one: write one module here with a class that implements the
-protocol, and add one line to :func:`causalrag.tools.llm.load_llm` (plus its name in ``BACKENDS``).
+A backend builds on ``base``, ``causalrag.tools.usage`` (its cost counters) and shared pieces
+(``causalrag.tools.coalesce``, ``causalrag.config``, ``causalrag.errors``), never on another backend
+or the factory. To add one: write one module here with a class that implements the protocol, and
+add one line to :func:`causalrag.tools.llm.load_llm` (plus its name in ``BACKENDS``).
 """
