@@ -13,6 +13,7 @@
 | CAUSALRAG_OPENAI_MODEL | model name on that server                                         | the server's first model |
 | CAUSALRAG_OPENAI_API| ``chat`` (chat/completions) or ``completions`` (plain text) for generation | ``chat``          |
 | CAUSALRAG_OPENAI_KEY| API key sent as a bearer token, when the server wants one            | none                     |
+| CAUSALRAG_OPENAI_CHAT_TEMPLATE | Jinja chat-template file of the served model (scored choices on the chat API) | none |
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ class Settings:
     openai_model: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_OPENAI_MODEL") or None)
     openai_api: str = field(default_factory=lambda: (os.environ.get("CAUSALRAG_OPENAI_API") or "chat").lower())
     openai_key: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_OPENAI_KEY") or None)
+    openai_chat_template: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_OPENAI_CHAT_TEMPLATE") or None)
 
     @property
     def chroma_dir(self) -> Path:

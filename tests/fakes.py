@@ -6,19 +6,21 @@ import itertools
 import re
 from collections.abc import Callable, Iterator, Sequence
 
-from causalrag.tools.backends.base import truncate_at_stop
+from causalrag.tools.backends.base import Judge, regroup, truncate_at_stop
 from causalrag.tools.usage import Usage, record
 
 Reply = str | list[str] | Callable[[str], str]
 
 
-class FakeLLM:
+class FakeLLM(Judge):
     """Replies by rules on the prompt text; records every prompt for assertions.
 
     ``replies`` maps a substring (or regex, with ``regex=True``) of the prompt to a reply: a
     string, a list (successive calls/samples cycle through it) or a function of the prompt.
     The first matching rule wins; ``default`` answers the rest. ``logprob`` and ``yes`` are
-    functions of (prefix, continuation) and of the prompt.
+    functions of (prefix, continuation) and of the prompt; ``option`` scores an option of a
+    scored choice, ``option(prompt, option) -> log-prob`` (default: the ``logprob`` rule), and
+    ``choose`` records every (prompt, options) it is asked in ``choices``.
     """
 
     name = "fake"
@@ -30,12 +32,15 @@ class FakeLLM:
         default: Reply = "unknown",
         logprob: Callable[[str, str], float] | None = None,
         yes: Callable[[str], float] | None = None,
+        option: Callable[[str, str], float] | None = None,
         regex: bool = False,
     ) -> None:
         self.rules = list((replies or {}).items())
         self.default = default
         self._logprob = logprob or (lambda prefix, cont: -float(len(cont.split())))
         self._yes = yes or (lambda prompt: 0.5)
+        self._option = option
+        self.choices: list[tuple[str, tuple[str, ...]]] = []
         self.regex = regex
         self.prompts: list[str] = []
         self.scored: list[tuple[str, str]] = []
@@ -77,3 +82,15 @@ class FakeLLM:
         self.prompts += list(prompts)
         record(self.usage, Usage(calls=len(prompts), forward_passes=1))
         return [self._yes(p) for p in prompts]
+
+    def option_logprobs(self, prompts: Sequence[str], options: Sequence[Sequence[str]]) -> list[list[list[float]]]:
+        """One pseudo token per word of the option, sharing the rule's log-prob evenly."""
+        self.choices += [(p, tuple(o)) for p, o in zip(prompts, options)]
+        record(self.usage, Usage(calls=len(prompts), forward_passes=1))
+        rule = self._option or self._logprob
+        flat = []
+        for p, opts in zip(prompts, options):
+            for o in opts:
+                words = len(str(o).split())
+                flat.append([rule(p, o) / words] * words if words else [])
+        return regroup(flat, [len(o) for o in options])

@@ -155,6 +155,20 @@ def test_logprob_shared_prefix_matches_single_calls_and_ranks(backend):
 
 
 @pytest.mark.slow
+def test_choose_scores_options_as_the_reply_in_one_call(backend):
+    """A scored choice: the option the passage states wins, calibration keeps it, one call per prompt."""
+    options = ["1889", "1925", "a yellow banana"]
+    with metered() as usage:
+        plain = backend.choose([PASSAGE], [options])[0]
+        calibrated = backend.choose([PASSAGE], [options], neutral=["Passage: N/A\nQuestion: N/A\nAnswer:"])[0]
+    assert plain.answer == "1889" and calibrated.answer == "1889"
+    assert math.isclose(sum(plain.probs), 1.0) and all(0 < p < 1 for p in plain.probs)
+    assert usage.calls == 3  # one per prompt: the plain one, then the calibrated one with its neutral twin
+    reference = backend.logprob([PASSAGE] * 3, [" 1889", " 1925", " a yellow banana"], reduce="mean")
+    assert all(math.isclose(a, b, abs_tol=per_token_tolerance(backend)) for a, b in zip(plain.scores, reference))
+
+
+@pytest.mark.slow
 def test_yes_probability_is_a_probability(backend):
     probs = backend.yes_probability(["Is Paris in France? Answer yes or no.\nAnswer:", "Is the sky green? Answer yes or no.\nAnswer:"])
     assert all(0.0 < p < 1.0 for p in probs)

@@ -5,7 +5,9 @@ Nothing here imports a backend or the factory (:mod:`causalrag.tools.llm`); back
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
@@ -47,6 +49,109 @@ class LLM(Protocol):
     ) -> list[float]: ...
 
     def yes_probability(self, prompts: Sequence[str]) -> list[float]: ...
+
+    def choose(
+        self, prompts: Sequence[str], options: Sequence[Sequence[str]], *, neutral: Sequence[str] | None = None, reduce: Reduce = "mean"
+    ) -> list[Choice]: ...
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One scored choice among explicit options (:meth:`Judge.choose`): a score and a probability per option."""
+
+    options: tuple[str, ...]
+    scores: tuple[float, ...]
+    """Per option: the mean (or summed) token log-probability of the option as the reply to the prompt,
+    minus the same under the content-free prompt when the choice is calibrated."""
+    probs: tuple[float, ...]
+    """softmax(scores): how the choice spreads over the options."""
+
+    @property
+    def best(self) -> int:
+        """Index of the highest-scored option (the first on ties; -1 without options)."""
+        return max(range(len(self.scores)), key=self.scores.__getitem__) if self.scores else -1
+
+    @property
+    def answer(self) -> str | None:
+        return self.options[self.best] if self.options else None
+
+    def as_dict(self) -> dict:
+        """JSON-ready, rounded, for traces and stream events."""
+        return {"options": list(self.options), "scores": [round(s, 4) for s in self.scores], "probs": [round(p, 4) for p in self.probs]}
+
+
+def regroup(flat: Sequence, sizes: Sequence[int]) -> list[list]:
+    """Split a flat list into consecutive groups of the given sizes (one per prompt's options)."""
+    out, start = [], 0
+    for size in sizes:
+        out.append(list(flat[start : start + size]))
+        start += size
+    return out
+
+
+def softmax(scores: Sequence[float]) -> tuple[float, ...]:
+    finite = [s for s in scores if math.isfinite(s)]
+    if not finite:
+        return tuple(1 / len(scores) for _ in scores) if scores else ()
+    top = max(finite)
+    weights = [math.exp(s - top) if math.isfinite(s) else 0.0 for s in scores]
+    total = sum(weights)
+    return tuple(w / total for w in weights)
+
+
+class Judge:
+    """Scored choices among explicit options, for every backend that can score its own replies.
+
+    A backend supplies :meth:`option_logprobs` (the options' token log-probs as the model's reply to a
+    prompt, the prompt's KV prefix computed once for all its options); :meth:`choose` turns them
+    into length-normalized scores, optionally calibrated against a content-free prompt
+    (Zhao et al., 2021: score − score under the neutral prompt, which cancels an option's prior and
+    its tokens' own predictability), and a softmax over the options. The default model writes
+    formats badly but ranks likelihoods well, so every judgment of the methods is a ``choose``.
+    """
+
+    has_chat_template: bool = False
+
+    def option_logprobs(self, prompts: Sequence[str], options: Sequence[Sequence[str]]) -> list[list[list[float]]]:
+        """Per prompt, per option: token log-probs of the option as the reply (backends implement this)."""
+        raise NotImplementedError
+
+    def reply_text(self, prompt: str, option: str) -> str:
+        """How an option continues its prompt: after a base model's ``Answer:`` with a space; as the
+        whole reply of a chat-formatted prompt."""
+        option = " ".join(str(option).split())
+        if self.has_chat_template or not prompt or prompt[-1].isspace():
+            return option
+        return f" {option}"
+
+    def choose(
+        self,
+        prompts: Sequence[str],
+        options: Sequence[Sequence[str]],
+        *,
+        neutral: Sequence[str] | None = None,
+        reduce: Reduce = "mean",
+    ) -> list[Choice]:
+        """One :class:`Choice` per prompt among its options, all scored in one batched call.
+
+        ``neutral`` (one content-free prompt per prompt: the same template with the question or
+        evidence replaced by "N/A") calibrates the scores; its options ride in the same call.
+        ``reduce="mean"`` (per-token average) keeps long and short options comparable; an empty
+        option scores −inf.
+        """
+        if len(options) != len(prompts) or (neutral is not None and len(neutral) != len(prompts)):
+            raise ValueError("choose needs one option list (and one neutral prompt, when given) per prompt.")
+        options = [tuple(str(o) for o in opts) for opts in options]
+        asked = list(prompts) + list(neutral or ())
+        per_token = self.option_logprobs(asked, options + (options if neutral is not None else []))
+        choices = []
+        for i, opts in enumerate(options):
+            scores = reduce_logprobs(per_token[i], reduce)
+            if neutral is not None:
+                scores = [s - n for s, n in zip(scores, reduce_logprobs(per_token[len(prompts) + i], reduce))]
+            scores = [s if tokens else -math.inf for s, tokens in zip(scores, per_token[i])]
+            choices.append(Choice(opts, tuple(scores), softmax(scores)))
+        return choices
 
 
 def truncate_at_stop(text: str, stop: Sequence[str] | None) -> str:

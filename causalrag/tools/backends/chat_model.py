@@ -143,3 +143,6 @@ class ChatModelLLM:
 
     def yes_probability(self, prompts: Sequence[str]) -> list[float]:
         raise ScoringUnavailableError(f"LangChain chat model ({self.name})", "yes/no probabilities")
+
+    def choose(self, prompts: Sequence[str], options: Sequence[Sequence[str]], **_: Any) -> list:
+        raise ScoringUnavailableError(f"LangChain chat model ({self.name})", "scored choices among options")

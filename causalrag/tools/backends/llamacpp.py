@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from causalrag.errors import BackendUnavailableError, ModelNotFoundError
-from causalrag.tools.backends.base import NO_WORDS, YES_WORDS, Reduce, bundled_gguf, reduce_logprobs, truncate_at_stop
+from causalrag.tools.backends.base import NO_WORDS, YES_WORDS, Judge, Reduce, bundled_gguf, reduce_logprobs, regroup, truncate_at_stop
 from causalrag.tools.coalesce import Coalescer
 from causalrag.tools.usage import Usage, record
 
@@ -104,7 +104,7 @@ def _ggml_log_callback(llama_cpp):
     return _callback
 
 
-class LlamaCppLLM:
+class LlamaCppLLM(Judge):
     """A GGUF model run by llama.cpp behind the :class:`~causalrag.tools.backends.base.LLM` interface.
 
     ``n_ctx`` is the unified KV cache shared by all sequences of a batch (rows are grouped so a
@@ -385,23 +385,19 @@ class LlamaCppLLM:
         record(self.usage, Usage(calls=1))
 
     # ---- scoring
-    def token_logprobs(self, prefixes: Sequence[str], continuations: Sequence[str]) -> list[list[float]]:
-        """Per-token log p(continuation token | prefix, earlier tokens).
+    def _score_tokens(self, heads: list[list[int]], conts: list[list[int]]) -> list[list[float]]:
+        """Per-token log p(continuation token | head, earlier tokens) for token lists.
 
-        Each distinct prefix is decoded once on sequence 0 (reusing whatever it shares with the
+        Each distinct head is decoded once on sequence 0 (reusing whatever it shares with the
         previous one); its continuations then run ``n_seq - 1`` at a time on copies of it.
-        Callers keep the space between prefix and continuation in the continuation.
         """
-        if len(prefixes) != len(continuations):
-            raise ValueError("logprob needs one prefix per continuation.")
-        conts = [self._tokens(c, start=False) for c in continuations]
-        groups: dict[str, list[int]] = {}
-        for i, p in enumerate(prefixes):
-            groups.setdefault(p, []).append(i)
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for i, h in enumerate(heads):
+            groups.setdefault(tuple(h), []).append(i)
         result: list[list[float]] = [[] for _ in conts]
         with self._lock:
-            for prefix, members in groups.items():
-                head = self._tokens(prefix, start=True)
+            for key, members in groups.items():
+                head = list(key)
                 members = [i for i in members if conts[i]]
                 if not members:
                     continue
@@ -426,8 +422,30 @@ class LlamaCppLLM:
                         self._decode(entries, score)
                     finally:
                         self._drop(range(1, len(group) + 1))
-        record(self.usage, Usage(calls=len(conts), prompt_tokens=sum(map(len, conts))))
+        record(self.usage, Usage(prompt_tokens=sum(map(len, conts))))
         return result
+
+    def token_logprobs(self, prefixes: Sequence[str], continuations: Sequence[str]) -> list[list[float]]:
+        """Per-token log p(continuation token | prefix, earlier tokens) of raw text.
+
+        Callers keep the space between prefix and continuation in the continuation.
+        """
+        if len(prefixes) != len(continuations):
+            raise ValueError("logprob needs one prefix per continuation.")
+        heads = {p: self._tokens(p, start=True) for p in set(prefixes)}
+        result = self._score_tokens([heads[p] for p in prefixes], [self._tokens(c, start=False) for c in continuations])
+        record(self.usage, Usage(calls=len(continuations)))
+        return result
+
+    def option_logprobs(self, prompts: Sequence[str], options: Sequence[Sequence[str]]) -> list[list[list[float]]]:
+        """Token log-probs of every option as the reply to its (chat-formatted) prompt; each prompt decodes once."""
+        heads = [self._prompt_tokens(p) for p in prompts]
+        flat = self._score_tokens(
+            [h for h, opts in zip(heads, options) for _ in opts],
+            [self._tokens(self.reply_text(p, o), start=False) for p, opts in zip(prompts, options) for o in opts],
+        )
+        record(self.usage, Usage(calls=len(prompts)))
+        return regroup(flat, [len(opts) for opts in options])
 
     def logprob(self, prefixes: Sequence[str], continuations: Sequence[str], *, reduce: Reduce = "sum") -> list[float]:
         """Sum (or mean) of token log-probs of each continuation given its prefix; 0.0 for an empty one."""

@@ -23,6 +23,7 @@ import json
 import math
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import httpx
@@ -30,7 +31,7 @@ from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponen
 
 from causalrag.config import settings
 from causalrag.errors import ScoringUnavailableError, ServerRequestError, ServerUnreachableError
-from causalrag.tools.backends.base import NO_WORDS, YES_WORDS, Reduce, reduce_logprobs, truncate_at_stop
+from causalrag.tools.backends.base import NO_WORDS, YES_WORDS, Judge, Reduce, reduce_logprobs, regroup, truncate_at_stop
 from causalrag.tools.usage import Usage, record
 
 T = TypeVar("T")
@@ -48,7 +49,7 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, httpx.TransportError)
 
 
-class OpenAILLM:
+class OpenAILLM(Judge):
     """A model on an OpenAI-compatible server, by base URL (``http://host:port/v1``) and model name.
 
     ``sampling`` adds server-specific fields to every generation request, e.g.
@@ -67,6 +68,7 @@ class OpenAILLM:
         max_concurrency: int = 4,
         attempts: int = 4,
         sampling: dict[str, Any] | None = None,
+        chat_template: str | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         if api not in ("chat", "completions"):
@@ -74,6 +76,8 @@ class OpenAILLM:
         self.base_url = base_url.rstrip("/")
         self.api = api
         self.sampling = dict(sampling or {})
+        self.has_chat_template = api == "chat"
+        self.chat_template = chat_template
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(base_url=self.base_url + "/", headers=headers, timeout=timeout, transport=transport)
         self._pool = ThreadPoolExecutor(max_workers=max_concurrency, thread_name_prefix="openai-llm")
@@ -92,7 +96,23 @@ class OpenAILLM:
         s = settings()
         if not s.openai_url:
             raise ServerUnreachableError(None)
-        return cls(s.openai_url, s.openai_model or model, api=s.openai_api, api_key=s.openai_key)  # type: ignore[arg-type]
+        template = Path(s.openai_chat_template).expanduser().read_text(encoding="utf-8") if s.openai_chat_template else None
+        return cls(s.openai_url, s.openai_model or model, api=s.openai_api, api_key=s.openai_key, chat_template=template)  # type: ignore[arg-type]
+
+    def format(self, prompt: str) -> str:
+        """The text the server's model sees for ``prompt``: as it is on the completions API; rendered
+        with the model's chat template (``chat_template``) for scoring on the chat API."""
+        if self.api == "completions":
+            return prompt
+        if not self.chat_template:
+            raise ScoringUnavailableError(
+                f"openai ({self.base_url}, model {self.name}, chat API)",
+                "scored choices without the model's chat template (set CAUSALRAG_OPENAI_CHAT_TEMPLATE to its Jinja file, or use CAUSALRAG_OPENAI_API=completions)",
+            )
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+        template = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True).from_string(self.chat_template)
+        return template.render(messages=[{"role": "user", "content": prompt}], add_generation_prompt=True, bos_token="", eos_token="")
 
     # ---- HTTP
     def _first_model(self) -> str:
@@ -230,6 +250,15 @@ class OpenAILLM:
     def logprob(self, prefixes: Sequence[str], continuations: Sequence[str], *, reduce: Reduce = "sum") -> list[float]:
         """Sum (or mean) of token log-probs of each continuation given its prefix; 0.0 for an empty one."""
         return reduce_logprobs(self.token_logprobs(prefixes, continuations), reduce)
+
+    def option_logprobs(self, prompts: Sequence[str], options: Sequence[Sequence[str]]) -> list[list[list[float]]]:
+        """Token log-probs of every option as the reply to its prompt: one echoed completion per option
+        (the API has no shared prefix; the requests run ``max_concurrency`` at a time)."""
+        heads = [self.format(p) for p in prompts]
+        jobs = [(h, self.reply_text(p, o)) for h, p, opts in zip(heads, prompts, options) for o in opts]
+        results = self._map(self._echo, jobs)
+        self._record([r for _, r in results if r], len(prompts))
+        return regroup([lps for lps, _ in results], [len(opts) for opts in options])
 
     def _top_next(self, prompt: str) -> tuple[dict[str, float], dict]:
         """The top-20 next tokens after ``prompt`` with their log-probs."""

@@ -26,7 +26,17 @@ from pathlib import Path
 
 from causalrag.config import settings
 from causalrag.errors import ModelNotFoundError
-from causalrag.tools.backends.base import NO_WORDS, YES_WORDS, Reduce, bundled_gguf, pick_device, reduce_logprobs, truncate_at_stop
+from causalrag.tools.backends.base import (
+    NO_WORDS,
+    YES_WORDS,
+    Judge,
+    Reduce,
+    bundled_gguf,
+    pick_device,
+    reduce_logprobs,
+    regroup,
+    truncate_at_stop,
+)
 from causalrag.tools.coalesce import Coalescer
 from causalrag.tools.usage import Usage, record
 
@@ -81,7 +91,7 @@ def model_location(spec: str | None) -> str:
 
 
 
-class TransformersLLM:
+class TransformersLLM(Judge):
     """A local transformers causal LM behind the :class:`LLM` interface.
 
     Device: CUDA (bf16) → MPS → CPU (fp32; bf16 is slower on most CPUs). Prompts go through the
@@ -364,33 +374,52 @@ class TransformersLLM:
                     k += rest
         return result
 
-    def token_logprobs(self, prefixes: Sequence[str], continuations: Sequence[str]) -> list[list[float]]:
-        """Per-token log p(continuation token | prefix, earlier tokens), batched.
+    def _score_ids(self, prefixes: list[list[int]], conts: list[list[int]]) -> list[list[float]]:
+        """Per-token log-probs of each continuation after its prefix (token ids).
 
         Continuations that share a prefix (≥ 2 of them, prefix ≥ 4 tokens) reuse its KV cache;
-        the rest run as right-padded batches. Callers keep the space between prefix and
-        continuation in the continuation (``"Answer:"`` + ``" Paris"``).
+        the rest run as right-padded batches.
         """
-        if len(prefixes) != len(continuations):
-            raise ValueError("logprob needs one prefix per continuation.")
-        pre = {p: self._ids(p, start=True) for p in set(prefixes)}
-        conts = [self._ids(c, start=False) for c in continuations]
-        groups: dict[str, list[int]] = {}
+        groups: dict[tuple[int, ...], list[int]] = {}
         for i, p in enumerate(prefixes):
-            groups.setdefault(p, []).append(i)
+            groups.setdefault(tuple(p), []).append(i)
         result: list[list[float]] = [[] for _ in conts]
         single: list[int] = []
         for p, members in groups.items():
-            if len(members) >= 2 and len(pre[p]) >= 4:
-                for i, lps in zip(members, self._score_shared(pre[p], [conts[i] for i in members])):
+            if len(members) >= 2 and len(p) >= 4:
+                for i, lps in zip(members, self._score_shared(list(p), [conts[i] for i in members])):
                     result[i] = lps
             else:
                 single += members
         if single:
-            for i, lps in zip(single, self._score_full([pre[prefixes[i]] for i in single], [conts[i] for i in single])):
+            for i, lps in zip(single, self._score_full([prefixes[i] for i in single], [conts[i] for i in single])):
                 result[i] = lps
-        record(self.usage, Usage(calls=len(conts)))
         return result
+
+    def token_logprobs(self, prefixes: Sequence[str], continuations: Sequence[str]) -> list[list[float]]:
+        """Per-token log p(continuation token | prefix, earlier tokens) of raw text, batched.
+
+        Callers keep the space between prefix and continuation in the continuation (``"Answer:"`` + ``" Paris"``).
+        """
+        if len(prefixes) != len(continuations):
+            raise ValueError("logprob needs one prefix per continuation.")
+        pre = {p: self._ids(p, start=True) for p in set(prefixes)}
+        result = self._score_ids([pre[p] for p in prefixes], [self._ids(c, start=False) for c in continuations])
+        record(self.usage, Usage(calls=len(continuations)))
+        return result
+
+    def _prompt_ids(self, prompt: str) -> list[int]:
+        """Ids of a prompt as generation sees it: chat-formatted with its special tokens, or BOS + text."""
+        return self.tokenizer(self.format(prompt), add_special_tokens=not self.has_chat_template)["input_ids"]
+
+    def option_logprobs(self, prompts: Sequence[str], options: Sequence[Sequence[str]]) -> list[list[list[float]]]:
+        """Token log-probs of every option as the reply to its (chat-formatted) prompt; each prompt runs once."""
+        heads = [self._prompt_ids(p) for p in prompts]
+        prefixes = [h for h, opts in zip(heads, options) for _ in opts]
+        conts = [self._ids(self.reply_text(p, o), start=False) for p, opts in zip(prompts, options) for o in opts]
+        flat = self._score_ids(prefixes, conts)
+        record(self.usage, Usage(calls=len(prompts)))
+        return regroup(flat, [len(opts) for opts in options])
 
     def logprob(self, prefixes: Sequence[str], continuations: Sequence[str], *, reduce: Reduce = "sum") -> list[float]:
         """Sum (or mean) of token log-probs of each continuation given its prefix; 0.0 for an empty one."""
