@@ -14,6 +14,7 @@
 | CAUSALRAG_OPENAI_API| ``chat`` (chat/completions) or ``completions`` (plain text) for generation | ``chat``          |
 | CAUSALRAG_OPENAI_KEY| API key sent as a bearer token, when the server wants one            | none                     |
 | CAUSALRAG_OPENAI_CHAT_TEMPLATE | Jinja chat-template file of the served model (scored choices on the chat API) | none |
+| CAUSALRAG_OPENAI_CONTEXT | context window of the served model, in tokens (prompts are fitted to it) | 8192 |
 """
 
 from __future__ import annotations
@@ -22,11 +23,20 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from causalrag.errors import CausalRAGError
+
 DEMO_COLLECTION = "demo"
 
 
 def _env_path(name: str, default: str) -> Path:
     return Path(os.environ.get(name) or default).expanduser()
+
+
+def _env_count(name: str, default: int) -> int:
+    text = os.environ.get(name) or str(default)
+    if not text.strip().isdigit() or int(text) < 1:
+        raise CausalRAGError(f"{name}={text!r} is not a positive whole number: set it to one, e.g. {default}, or unset it.")
+    return int(text)
 
 
 @dataclass(frozen=True)
@@ -43,6 +53,7 @@ class Settings:
     openai_api: str = field(default_factory=lambda: (os.environ.get("CAUSALRAG_OPENAI_API") or "chat").lower())
     openai_key: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_OPENAI_KEY") or None)
     openai_chat_template: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_OPENAI_CHAT_TEMPLATE") or None)
+    openai_context: int = field(default_factory=lambda: _env_count("CAUSALRAG_OPENAI_CONTEXT", 8192))
 
     @property
     def chroma_dir(self) -> Path:

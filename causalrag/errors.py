@@ -81,3 +81,27 @@ class ServerRequestError(CausalRAGError, RuntimeError):
         super().__init__(
             f"The OpenAI-compatible server at {url} rejected the request (HTTP {status}: {detail[:200]}): check CAUSALRAG_OPENAI_MODEL and what the server supports."
         )
+
+
+def _shown(value: object, width: int = 60) -> str:
+    """A value as quoted in a message: its repr, cut to ``width`` characters."""
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+class InvalidParameterError(CausalRAGError, ValueError):
+    def __init__(self, method: str, name: str, value: object, expected: str) -> None:
+        super().__init__(f"Parameter {name}={_shown(value)} of {method} is not valid: give {expected}.")
+
+
+class InvalidAssignmentError(CausalRAGError, ValueError):
+    def __init__(self, item: str) -> None:
+        super().__init__(f"{_shown(item)} is not NAME=VALUE: write a parameter as -p NAME=VALUE, e.g. -p k=3.")
+
+
+class QuestionTooLongError(CausalRAGError, ValueError):
+    def __init__(self, tokens: int, window: int, reserve: int) -> None:
+        super().__init__(
+            f"The question takes {tokens:,} tokens but the model reads at most {window:,}, {reserve:,} of them kept for "
+            "the method's prompt and answer: shorten the question, or use a model with a longer context (--model)."
+        )

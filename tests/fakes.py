@@ -20,7 +20,8 @@ class FakeLLM(Judge):
     The first matching rule wins; ``default`` answers the rest. ``logprob`` and ``yes`` are
     functions of (prefix, continuation) and of the prompt; ``option`` scores an option of a
     scored choice, ``option(prompt, option) -> log-prob`` (default: the ``logprob`` rule), and
-    ``choose`` records every (prompt, options) it is asked in ``choices``.
+    ``choose`` records every (prompt, options) it is asked in ``choices``. A token is a word or a
+    punctuation mark (``count_tokens``), and ``context_window`` bounds prompt + reply like a real model's.
     """
 
     name = "fake"
@@ -34,6 +35,7 @@ class FakeLLM(Judge):
         yes: Callable[[str], float] | None = None,
         option: Callable[[str, str], float] | None = None,
         regex: bool = False,
+        context_window: int = 8192,
     ) -> None:
         self.rules = list((replies or {}).items())
         self.default = default
@@ -42,6 +44,7 @@ class FakeLLM(Judge):
         self._option = option
         self.choices: list[tuple[str, tuple[str, ...]]] = []
         self.regex = regex
+        self.context_window = context_window
         self.prompts: list[str] = []
         self.scored: list[tuple[str, str]] = []
         self.usage = Usage()
@@ -59,6 +62,9 @@ class FakeLLM(Judge):
             cycle = self._cycles.setdefault(id(reply), itertools.cycle(reply))
             return next(cycle)
         return reply
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return [len(re.findall(r"\w+|[^\w\s]", t)) for t in texts]
 
     def generate(self, prompts: Sequence[str], *, max_new_tokens: int = 64, temperature: float = 0.0,
                  n: int = 1, stop: Sequence[str] | None = None, seed: int | None = None) -> list[list[str]]:

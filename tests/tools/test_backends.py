@@ -182,6 +182,14 @@ def test_langchain_chat_model_view(backend):
 
 # --------------------------------------------------------------------------- agreement between backends
 @pytest.mark.slow
+def test_tokens_are_counted_against_a_context_window(backend):
+    """What causalrag.budget fits prompts to: a count per text, growing with the text, and the window."""
+    short, long = backend.count_tokens([PREFIX, PASSAGE * 20])
+    assert 0 < short < long and backend.context_window >= 2048
+    assert backend.count_tokens([]) == []
+
+
+@pytest.mark.slow
 @needs_llamacpp
 def test_logprobs_agree_between_transformers_and_llamacpp(transformers_llm, llamacpp_llm):
     """Q4_K_M weights de-quantized to fp32 (transformers) vs run quantized (llama.cpp): measured

@@ -28,6 +28,12 @@ class LLM(Protocol):
 
     name: str
     usage: Usage
+    context_window: int
+    """Most tokens one prompt plus its reply may take (prompts are fitted to it: ``causalrag.budget``)."""
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Tokens each text takes as a generation prompt (chat template included where one applies)."""
+        ...
 
     def generate(
         self,
@@ -152,6 +158,15 @@ class Judge:
             scores = [s if tokens else -math.inf for s, tokens in zip(scores, per_token[i])]
             choices.append(Choice(opts, tuple(scores), softmax(scores)))
         return choices
+
+
+BYTES_PER_TOKEN = 3
+"""Fewer than the 4-5 bytes an English token takes in common tokenizers, so an estimate errs long (safe for budgets)."""
+
+
+def estimate_tokens(texts: Sequence[str]) -> list[int]:
+    """Token counts guessed from UTF-8 length, for backends whose server or model cannot tokenize for us."""
+    return [math.ceil(len(str(t).encode("utf-8", "replace")) / BYTES_PER_TOKEN) for t in texts]
 
 
 def truncate_at_stop(text: str, stop: Sequence[str] | None) -> str:

@@ -20,7 +20,7 @@ from pydantic import ConfigDict
 from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential
 
 from causalrag.errors import ScoringUnavailableError
-from causalrag.tools.backends.base import truncate_at_stop
+from causalrag.tools.backends.base import estimate_tokens, truncate_at_stop
 from causalrag.tools.usage import Usage, record
 
 
@@ -91,8 +91,12 @@ class ChatModelLLM:
     them, and the chat model's configured temperature applies.
     """
 
-    def __init__(self, chat_model: BaseChatModel, *, name: str | None = None, max_concurrency: int = 4, attempts: int = 4):
+    def __init__(
+        self, chat_model: BaseChatModel, *, name: str | None = None, max_concurrency: int = 4, attempts: int = 4, context_window: int = 8192
+    ):
         self.chat_model = chat_model
+        self.context_window = context_window
+        """The chat model's context in tokens (a chat interface does not report it)."""
         self.name = name or getattr(chat_model, "model_name", None) or type(chat_model).__name__
         self.usage = Usage()
         self.max_concurrency = max_concurrency
@@ -102,6 +106,10 @@ class ChatModelLLM:
             retry=retry_if_exception(is_transient),
             reraise=True,
         )(self._batch_once)
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Estimated from the text's length (a chat interface has no tokenizer to ask)."""
+        return estimate_tokens(texts)
 
     def _batch_once(self, prompts: list[str], stop: Sequence[str] | None) -> list[str]:
         model = self.chat_model.bind(stop=list(stop)) if stop else self.chat_model

@@ -164,6 +164,13 @@ class LlamaCppLLM(Judge):
         self._yes_ids = self._single_token_ids(YES_WORDS)
         self._no_ids = self._single_token_ids(NO_WORDS)
 
+    @property
+    def context_window(self) -> int:
+        return self.n_ctx
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return [len(self._prompt_tokens(t)) for t in texts]
+
     # ---- text → tokens
     def format(self, prompt: str) -> str:
         """Apply the GGUF's chat template when it has one; base models take the prompt as it is."""

@@ -31,7 +31,7 @@ from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponen
 
 from causalrag.config import settings
 from causalrag.errors import ScoringUnavailableError, ServerRequestError, ServerUnreachableError
-from causalrag.tools.backends.base import NO_WORDS, YES_WORDS, Judge, Reduce, reduce_logprobs, regroup, truncate_at_stop
+from causalrag.tools.backends.base import NO_WORDS, YES_WORDS, Judge, Reduce, estimate_tokens, reduce_logprobs, regroup, truncate_at_stop
 from causalrag.tools.usage import Usage, record
 
 T = TypeVar("T")
@@ -70,6 +70,7 @@ class OpenAILLM(Judge):
         sampling: dict[str, Any] | None = None,
         chat_template: str | None = None,
         transport: httpx.BaseTransport | None = None,
+        context_window: int = 8192,
     ) -> None:
         if api not in ("chat", "completions"):
             raise ValueError(f"api must be 'chat' or 'completions', not {api!r} (CAUSALRAG_OPENAI_API).")
@@ -89,6 +90,8 @@ class OpenAILLM(Judge):
         )(self._post_once)
         self.name = model or self._first_model()
         self.usage = Usage()
+        self.context_window = context_window
+        """The served model's context (``CAUSALRAG_OPENAI_CONTEXT``): the API does not report it."""
 
     @classmethod
     def from_settings(cls, model: str | None = None) -> OpenAILLM:
@@ -97,7 +100,11 @@ class OpenAILLM(Judge):
         if not s.openai_url:
             raise ServerUnreachableError(None)
         template = Path(s.openai_chat_template).expanduser().read_text(encoding="utf-8") if s.openai_chat_template else None
-        return cls(s.openai_url, s.openai_model or model, api=s.openai_api, api_key=s.openai_key, chat_template=template)  # type: ignore[arg-type]
+        return cls(s.openai_url, s.openai_model or model, api=s.openai_api, api_key=s.openai_key, chat_template=template, context_window=s.openai_context)  # type: ignore[arg-type]
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Estimated from the text's length: the OpenAI API has no tokenize call, and the estimate errs long."""
+        return estimate_tokens(texts)
 
     def format(self, prompt: str) -> str:
         """The text the server's model sees for ``prompt``: as it is on the completions API; rendered

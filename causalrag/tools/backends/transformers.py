@@ -91,6 +91,10 @@ def model_location(spec: str | None) -> str:
 
 
 
+CPU_CONTEXT = 8192
+"""Tokens of prompt + reply allowed on a CPU (llama.cpp's default ``n_ctx`` too)."""
+
+
 class TransformersLLM(Judge):
     """A local transformers causal LM behind the :class:`LLM` interface.
 
@@ -138,6 +142,15 @@ class TransformersLLM(Judge):
         self._coalesced = Coalescer(self._generate_batched)
         self._yes_ids = self._single_token_ids(YES_WORDS)
         self._no_ids = self._single_token_ids(NO_WORDS)
+
+    @property
+    def context_window(self) -> int:
+        """The model's max positions; on a CPU at most ``CPU_CONTEXT``, since attention memory and time grow with it."""
+        positions = getattr(self.model.config, "max_position_embeddings", None) or CPU_CONTEXT
+        return positions if self.device == "cuda" else min(positions, CPU_CONTEXT)
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return [len(self._prompt_ids(t)) for t in texts]
 
     # ---- text → ids
     def format(self, prompt: str) -> str:
