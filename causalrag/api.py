@@ -6,15 +6,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from causalrag.config import DEMO_COLLECTION
-from causalrag.graphs.registry import Method, build_graph, make_context, methods
-from causalrag.nodes.common import question_of
+from causalrag.budget import check_question
+from causalrag.graphs.registry import Method, build_graph, get_method, make_context, methods
+from causalrag.nodes.common import llm_of, question_of
+from causalrag.text import readable
 
 
 class _Methods(Mapping[str, Method]):
     """Read-only view of the registry (``causalrag.METHODS["cis"].parameters()``)."""
 
     def __getitem__(self, name: str) -> Method:
-        return methods()[name]
+        return get_method(name)  # an UnknownMethodError is a KeyError too, so ``in`` and ``.get`` still work
 
     def __iter__(self):
         return iter(methods())
@@ -38,10 +40,12 @@ def answer(
     """Run ``method`` on ``question``; returns the final state: ``answer``, ``documents``, ``trace``.
 
     ``params`` are the method's tunables (see ``METHODS[method].parameters()``) plus optional
-    ``llm=`` and ``store=`` objects.
+    ``llm=`` and ``store=`` objects. Bad input fails here, before any graph runs: an empty question,
+    a parameter of the wrong type or range, a question too long for the model.
     """
-    question_of({"question": question})  # fail before loading anything
+    question = question_of({"question": readable(question.decode("utf-8", "replace") if isinstance(question, bytes) else question or "")})
     ctx = make_context(method, collection=collection, **params)
+    check_question(llm_of(ctx), question)
     return build_graph(method).invoke({"question": question}, context=ctx)
 
 

@@ -29,6 +29,16 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def readable(text: str) -> str:
+    """``text`` safe to embed, tokenize and print: bytes that were not UTF-8 (lone surrogates, as
+    ``sys.argv`` carries them) become U+FFFD, and control characters (NUL, ANSI escapes) a space."""
+    return _CONTROL.sub(" ", _SURROGATE.sub("\ufffd", str(text)))
+
+
 # --------------------------------------------------------------------------- answers
 def normalize_answer(text: str) -> str:
     """Lower-case, no punctuation, no articles (a/an/the), single spaces: the official HotpotQA / SQuAD rule."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import pkgutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -20,6 +20,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from causalrag.errors import UnknownMethodError, UnknownParameterError
 from causalrag.nodes.common import DEFAULT_CONTEXT_KEY
+from causalrag.params import check_params, parse_assignments
 from causalrag.state.base import RAGContext
 
 
@@ -67,13 +68,19 @@ def get_method(name: str) -> Method:
 
 
 def make_context(name: str, **params: Any) -> RAGContext:
-    """The method's context with ``params`` over the paper's defaults; unknown names are an error."""
+    """The method's context with ``params`` over the paper's defaults; unknown names and values
+    of the wrong type or range are an error, before any graph runs."""
     method = get_method(name)
     known = {f.name for f in dataclasses.fields(method.context)}
     unknown = sorted(set(params) - known)
     if unknown:
         raise UnknownParameterError(name, unknown, sorted(known))
-    return method.context(**params)
+    return method.context(**check_params(name, method.context, params))
+
+
+def parse_params(name: str, assignments: Sequence[str]) -> dict[str, Any]:
+    """``NAME=VALUE`` strings (the command line's ``--param``) → values of method ``name``'s parameters, checked."""
+    return parse_assignments(name, get_method(name).context, assignments)
 
 
 def build_graph(name: str, *, checkpointer: Any = None, **params: Any) -> CompiledStateGraph:
