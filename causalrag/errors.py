@@ -105,3 +105,19 @@ class QuestionTooLongError(CausalRAGError, ValueError):
             f"The question takes {tokens:,} tokens but the model reads at most {window:,}, {reserve:,} of them kept for "
             "the method's prompt and answer: shorten the question, or use a model with a longer context (--model)."
         )
+
+
+class StoreUnreachableError(CausalRAGError, ConnectionError):
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(
+            f"No Chroma server at CAUSALRAG_CHROMA_URL={_shown(url)} ({reason}): start one with `chroma run --path DIR` "
+            "and point the variable at it, e.g. http://localhost:8000, or unset it to use the embedded store."
+        )
+
+
+class DamagedStoreError(CausalRAGError, RuntimeError):
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(
+            f"The Chroma database {path} cannot be used ({reason}): restore it from a backup, or move it away to start "
+            "an empty store (nothing was changed)."
+        )

@@ -2,15 +2,23 @@
 
 * Embedded by default (``PersistentClient`` in ``$CAUSALRAG_HOME/chroma``), a Chroma server when a
   URL is given (``HttpClient``), or in memory (``Store.in_memory``) for per-question pools.
-* Passage ids are content hashes, so ingesting the same text twice adds nothing.
+* Passage ids are content hashes, so ingesting the same text twice adds nothing; re-ingesting a
+  file that changed replaces its passages, and a file deleted from an ingested folder loses its own.
+* Files in any common encoding are read (detected with charset-normalizer); binary files and bad
+  JSONL lines are skipped with a reason, the rest of the file kept.
 * ``retrieve`` returns LangChain ``Document`` objects with ``id`` and ``metadata["score"]``.
+* A Chroma server that does not answer, or a damaged database file, is one sentence naming the
+  fix; a user's database is never replaced or repaired silently.
 """
 
 from __future__ import annotations
 
+import codecs
+import functools
 import hashlib
 import json
 import logging
+import os
 import re
 import uuid
 from collections.abc import Iterable, Sequence
@@ -24,14 +32,23 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from causalrag.config import settings
-from causalrag.errors import CausalRAGError, CollectionNotFoundError, EmptyCollectionError
+from causalrag.errors import (
+    CausalRAGError,
+    CollectionNotFoundError,
+    DamagedStoreError,
+    EmptyCollectionError,
+    StoreUnreachableError,
+)
+from causalrag.params import COLLECTION_NAME
+from causalrag.text import readable
 
 log = logging.getLogger(__name__)
 
 Mode = Literal["dense", "bm25", "hybrid"]
 TEXT_SUFFIXES = {".txt", ".md"}
 PASSAGE_SUFFIXES = TEXT_SUFFIXES | {".jsonl"}
-_VALID_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]")  # Chroma's rule
+BINARY_SHARE = 0.1
+"""A file whose decoded text is more than this share control or replacement characters is binary, not text."""
 _RRF_K = 60  # reciprocal-rank-fusion constant (Cormack et al., 2009)
 
 
@@ -58,7 +75,12 @@ class IngestReport:
     files: int = 0
     passages: int = 0
     added: int = 0
+    removed: int = 0
+    """Stale passages removed: of files that changed, or were deleted from an ingested folder."""
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    """(file or file:line, reason) for what could not be read."""
+    sources: list[str] = field(default_factory=list)
+    """The files read (absolute paths, as in each passage's ``source``)."""
 
 
 # --------------------------------------------------------------------------- reading files
@@ -75,43 +97,77 @@ def split_words(text: str, words: int = 100) -> list[str]:
     return [" ".join(chunk.split()) for chunk in splitter.split_text(text) if chunk.strip()]
 
 
-def _read_file(path: Path, words: int) -> list[Passage]:
-    raw = path.read_bytes().decode("utf-8")  # UnicodeDecodeError → caller skips the file
+def decode_text(data: bytes) -> str:
+    """Text in any common encoding: UTF-8 (a BOM dropped) first, else the encoding charset-normalizer
+    detects (latin-1, cp1252, UTF-16 with a BOM, ...), else UTF-8 with replacement characters."""
+    if data.startswith(codecs.BOM_UTF8):
+        return data[len(codecs.BOM_UTF8) :].decode("utf-8", "replace")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        from charset_normalizer import from_bytes
+
+        best = from_bytes(data).best()
+        return str(best) if best is not None else data.decode("utf-8", "replace")
+
+
+def is_binary(text: str) -> bool:
+    """Mostly control or replacement characters (NUL bytes, an image renamed .txt): not text to ingest."""
+    odd = sum(1 for ch in text if ch == "\ufffd" or (ord(ch) < 32 and ch not in "\n\r\t") or 0x7F <= ord(ch) <= 0x9F)
+    return not text.strip() or odd > BINARY_SHARE * len(text)
+
+
+def _jsonl_passages(raw: str, source: str, words: int, problems: list[str]) -> list[Passage]:
+    """Passages of every valid line; each bad line is named in ``problems`` and skipped, the rest kept."""
+    passages = []
+    for n, row_text in enumerate(raw.splitlines(), 1):
+        if not row_text.strip():
+            continue
+        try:
+            row = json.loads(row_text)
+            title, text = str(row.get("title", "")), str(row["text"])
+        except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
+            problems.append(f"line {n} is not a JSON object with a 'text' field")
+            continue
+        passages += [Passage(readable(title), chunk, source) for chunk in split_words(readable(text), words)]
+    return passages
+
+
+def _read_file(path: Path, words: int, problems: list[str]) -> list[Passage]:
+    """A file's passages; raises ValueError for a file that is not text, lists bad JSONL lines in ``problems``."""
+    raw = decode_text(path.read_bytes())
+    if is_binary(raw):
+        raise ValueError("no text in it (empty, or binary such as NUL bytes)")
+    source = str(path.resolve())
     if path.suffix == ".jsonl":
-        passages = []
-        for n, line in enumerate(raw.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                title, text = str(row.get("title", "")), str(row["text"])
-            except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
-                raise ValueError(f"line {n} is not a JSON object with a 'text' field") from exc
-            passages += [Passage(title, chunk, str(path)) for chunk in split_words(text, words)]
+        passages = _jsonl_passages(raw, source, words, problems)
+        if not passages:
+            raise ValueError(problems[0] if problems else "no rows")
         return passages
     title = path.stem.replace("_", " ")
-    return [Passage(title, chunk, str(path)) for chunk in split_words(raw, words)]
+    return [Passage(title, chunk, source) for chunk in split_words(readable(raw), words)]
 
 
 def read_passages(paths: Iterable[str | Path], words: int = 100) -> tuple[list[Passage], IngestReport]:
-    """Passages from ``.txt``/``.md``/``.jsonl`` files or folders; unreadable files are skipped with a reason."""
+    """Passages from ``.txt``/``.md``/``.jsonl`` files or folders; what cannot be read is skipped with a reason."""
     report = IngestReport()
     passages: list[Passage] = []
     for root in map(Path, paths):
         if not root.exists():
             report.skipped.append((str(root), "no such file or folder"))
             continue
-        files = sorted(p for p in root.rglob("*") if p.suffix in PASSAGE_SUFFIXES) if root.is_dir() else [root]
+        files = sorted(p for p in root.rglob("*") if p.suffix in PASSAGE_SUFFIXES and p.is_file()) if root.is_dir() else [root]
         for path in files:
+            problems: list[str] = []
             try:
-                found = _read_file(path, words)
-            except UnicodeDecodeError:
-                report.skipped.append((str(path), "not UTF-8 text"))
+                found = _read_file(path, words, problems)
             except (OSError, ValueError) as exc:
-                report.skipped.append((str(path), str(exc) or type(exc).__name__))
-            else:
-                report.files += 1
-                passages += found
+                report.skipped.append((str(path), getattr(exc, "strerror", None) or str(exc) or type(exc).__name__))
+                continue
+            report.skipped += [(str(path), problem) for problem in problems]
+            report.files += 1
+            report.sources.append(found[0].source)
+            passages += found
     for path, reason in report.skipped:
         log.warning("Skipped %s: %s.", path, reason)
     report.passages = len(passages)
@@ -124,19 +180,77 @@ def tokenize(text: str) -> list[str]:
 
 
 # --------------------------------------------------------------------------- the store
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def check_database(folder: str | Path) -> None:
+    """Raise DamagedStoreError when ``folder``'s ``chroma.sqlite3`` exists but is empty or not SQLite:
+    Chroma would silently start a new, empty database over it."""
+    db = Path(folder) / "chroma.sqlite3"
+    if not db.exists():
+        return
+    with db.open("rb") as fh:
+        header = fh.read(len(SQLITE_HEADER))
+    if not header:
+        raise DamagedStoreError(str(db), "it is empty (0 bytes), so every collection in it is gone")
+    if header != SQLITE_HEADER:
+        raise DamagedStoreError(str(db), "it is not an SQLite database")
+
+
+def _server(url: str) -> tuple[str, int, bool]:
+    """(host, port, ssl) of a Chroma server URL; anything but http(s)://HOST[:PORT] is an error."""
+    from urllib.parse import urlparse
+
+    try:
+        parsed = urlparse(url)
+        host, port = parsed.hostname, parsed.port
+    except ValueError:
+        host = port = None
+        parsed = None
+    if parsed is None or parsed.scheme not in ("http", "https") or not host:
+        raise StoreUnreachableError(url, "it is not an http:// or https:// URL")
+    return host, port or 8000, parsed.scheme == "https"
+
+
 @lru_cache(maxsize=8)
 def _client(kind: str, where: str):
     import chromadb
 
     if kind == "http":
-        from urllib.parse import urlparse
-
-        url = urlparse(where)
-        return chromadb.HttpClient(host=url.hostname or "localhost", port=url.port or 8000, ssl=url.scheme == "https")
+        host, port, ssl = _server(where)
+        try:
+            return chromadb.HttpClient(host=host, port=port, ssl=ssl)
+        except (ValueError, ConnectionError) as exc:  # chromadb: "Could not connect to a Chroma server"
+            raise StoreUnreachableError(where, "nothing answers there") from exc
     if kind == "memory":
         return chromadb.EphemeralClient()
+    check_database(where)
     Path(where).mkdir(parents=True, exist_ok=True)
     return chromadb.PersistentClient(path=where)
+
+
+_CORRUPT = ("malformed", "not a database", "code: 11)", "code: 26)")
+"""How SQLite's SQLITE_CORRUPT / SQLITE_NOTADB reach us through Chroma's errors."""
+
+
+def _reported(method):
+    """Chroma failures a person can act on become one sentence: a server that went away, a damaged database."""
+
+    @functools.wraps(method)
+    def wrapper(self: Store, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except CausalRAGError:
+            raise
+        except Exception as exc:
+            text = str(exc)
+            if self.kind == "persistent" and any(sign in text for sign in _CORRUPT):
+                raise DamagedStoreError(str(Path(self.where) / "chroma.sqlite3"), f"SQLite says: {text.rpartition(': ')[2][:80]}") from exc
+            if self.kind == "http" and (isinstance(exc, ConnectionError) or "connect" in text.lower() or type(exc).__name__.endswith(("ConnectError", "ConnectTimeout"))):
+                raise StoreUnreachableError(self.where, "it stopped answering") from exc
+            raise
+
+    return wrapper
 
 
 class Store:
@@ -151,7 +265,7 @@ class Store:
         embeddings: Embeddings | None = None,
         memory: bool = False,
     ) -> None:
-        if not _VALID_NAME.fullmatch(collection):
+        if not COLLECTION_NAME.fullmatch(str(collection)):
             raise CausalRAGError(
                 f"Collection name {collection!r} is not valid: use 3-512 letters, digits, dots, dashes or "
                 "underscores, starting and ending with a letter or digit."
@@ -190,6 +304,7 @@ class Store:
     def client(self):
         return _client(self.kind, self.where)
 
+    @_reported
     def exists(self) -> bool:
         return self.collection in {c if isinstance(c, str) else c.name for c in self.client.list_collections()}
 
@@ -214,10 +329,12 @@ class Store:
         # langchain-chroma has no public call for precomputed embeddings or id-filtered queries
         return self.vectorstore._collection
 
+    @_reported
     def count(self) -> int:
         return self._collection().count() if self.exists() else 0
 
     # ---- writing
+    @_reported
     def add(self, passages: Sequence[Passage], *, progress: bool = False, batch_size: int = 128) -> int:
         """Upsert passages not already present (by content id); returns how many were new."""
         collection = self._collection(create=True)
@@ -245,11 +362,49 @@ class Store:
             self._bm25 = None
         return len(new)
 
-    def ingest(self, paths: Iterable[str | Path], *, words: int = 100, progress: bool = True) -> IngestReport:
-        """Read files/folders, split into ~``words``-word passages, add the new ones."""
-        passages, report = read_passages(paths, words)
+    @_reported
+    def ingest(
+        self, paths: Iterable[str | Path], *, words: int = 100, progress: bool = True, keep_history: bool = False
+    ) -> IngestReport:
+        """Read files/folders, split into ~``words``-word passages, add the new ones; then remove the
+        stale passages of files read again and of files gone from the folders read (unless ``keep_history``).
+
+        New passages go in before stale ones go out, so an interrupted ingest loses nothing and a
+        rerun finishes it. Nothing read → nothing written (no empty collection is created).
+        """
+        roots = [Path(p) for p in paths]
+        passages, report = read_passages(roots, words)
+        if not passages:
+            return report
         report.added = self.add(passages, progress=progress)
+        if not keep_history:
+            report.removed = self.remove(self._stale(passages, report.sources, roots))
         return report
+
+    def _stale(self, passages: Sequence[Passage], sources: Sequence[str], roots: Sequence[Path]) -> list[str]:
+        """Ids of passages that a file read now no longer has, or whose file left a folder read now."""
+        current = {p.id for p in passages}
+        read = set(sources)
+        folders = tuple(str(r.resolve()) + os.sep for r in roots if r.is_dir())
+        got = self._collection().get(include=["metadatas"])
+        stale = []
+        for pid, meta in zip(got["ids"], got["metadatas"]):
+            source = str((meta or {}).get("source", ""))
+            if pid in current or not source:
+                continue
+            if source in read or (source.startswith(folders) and folders and not Path(source).exists()):
+                stale.append(pid)
+        return stale
+
+    @_reported
+    def remove(self, ids: Sequence[str]) -> int:
+        """Delete passages by id; returns how many were asked to go."""
+        if ids:
+            collection = self._collection()
+            for start in range(0, len(ids), 1000):
+                collection.delete(ids=list(ids[start : start + 1000]))
+            self._bm25 = None
+        return len(ids)
 
     # ---- reading
     def _require_passages(self) -> None:
@@ -257,6 +412,7 @@ class Store:
             self._collection()  # a missing collection raises CollectionNotFoundError first
             raise EmptyCollectionError(self.collection)
 
+    @_reported
     def get(self, ids: Sequence[str]) -> list[Document]:
         if not ids:  # Chroma rejects an empty id list; an empty pool simply has no passages
             return []
@@ -267,6 +423,7 @@ class Store:
         }
         return [by_id[i] for i in ids if i in by_id]
 
+    @_reported
     def passages(self) -> list[Passage]:
         got = self._collection().get(include=["documents", "metadatas"])
         return [
@@ -313,13 +470,16 @@ class Store:
         top = np.argsort(-scores, kind="stable")[:k]
         return [pool[i].to_document(scores[i]) for i in top]
 
+    @_reported
     def retrieve(
         self, query: str, k: int = 5, *, mode: Mode = "dense", ids: Sequence[str] | None = None
     ) -> list[Document]:
         """Top-``k`` passages for ``query``, best first; ``ids`` restricts the search to those passages.
 
-        ``hybrid`` fuses the dense and BM25 rankings (top 4k of each) by reciprocal rank.
+        ``hybrid`` fuses the dense and BM25 rankings (top 4k of each) by reciprocal rank. The query
+        is cleaned first (undecodable bytes and control characters would break the embedding tokenizer).
         """
+        query = readable(query)
         self._require_passages()
         if mode == "dense":
             docs = self._dense(query, k, ids)

@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import pytest
 
@@ -25,16 +26,51 @@ def test_split_words_keeps_about_100_words():
     assert [len(c.split()) for c in chunks] == [100, 100, 50]
 
 
-def test_read_passages_skips_unreadable_files_and_keeps_the_rest(corpus):
+def test_read_passages_reads_every_text_file_and_names_what_it_skips(corpus):
+    (corpus / "nul.txt").write_bytes(b"\x00" * 5000)
     passages, report = read_passages([corpus, corpus / "missing.txt"])
-    assert report.files == 3
-    assert {r for _, r in report.skipped} == {"not UTF-8 text", "no such file or folder"}
+    assert report.files == 4
+    assert {(Path(f).name, r) for f, r in report.skipped} == {
+        ("nul.txt", "no text in it (empty, or binary such as NUL bytes)"), ("missing.txt", "no such file or folder")}
     titles = {p.title for p in passages}
-    assert {"zebras", "notes", "Canberra"} <= titles
+    assert {"zebras", "notes", "Canberra", "latin1"} <= titles
     assert all(len(p.text.split()) <= 100 for p in passages)
+    assert all(Path(p.source).is_absolute() for p in passages)
 
 
-def test_malformed_jsonl_is_reported(tmp_path):
+@pytest.mark.parametrize(
+    ("data", "text"),
+    [
+        ("Le caf\xe9 est tr\xe8s bon \xe0 Paris, pr\xe8s de l'\xe9glise.".encode("latin-1"), "Le café est très bon à Paris, près de l'église."),
+        ("\u201cSmart quotes\u201d \u2013 and a euro \u20ac sign.".encode("cp1252"), "\u201cSmart quotes\u201d \u2013 and a euro \u20ac sign."),
+        ("Zebras live in Kenya and Tanzania.".encode("utf-16"), "Zebras live in Kenya and Tanzania."),
+        ("\ufeffA BOM then text.".encode("utf-8"), "A BOM then text."),
+    ],
+    ids=["latin-1", "cp1252", "utf-16", "utf-8-bom"],
+)
+def test_files_in_other_encodings_are_decoded(tmp_path, data, text):
+    (tmp_path / "doc.txt").write_bytes(data)
+    passages, report = read_passages([tmp_path])
+    assert report.skipped == [] and [p.text for p in passages] == [text]
+
+
+def test_nul_bytes_inside_text_become_spaces(tmp_path):
+    (tmp_path / "doc.txt").write_bytes(b"Zebras\x00live in\x1b[31m Kenya.")
+    passages, _ = read_passages([tmp_path])
+    assert [p.text for p in passages] == ["Zebras live in [31m Kenya."]
+
+
+def test_one_malformed_jsonl_line_keeps_the_valid_ones(tmp_path):
+    (tmp_path / "rows.jsonl").write_text(
+        '{"title": "A", "text": "Zebras live in Kenya."}\n{broken\n{"title": "no text"}\n{"title": "B", "text": "Lions live in Tanzania."}\n',
+        encoding="utf-8",
+    )
+    passages, report = read_passages([tmp_path])
+    assert [p.title for p in passages] == ["A", "B"] and report.files == 1
+    assert [r for _, r in report.skipped] == ["line 2 is not a JSON object with a 'text' field", "line 3 is not a JSON object with a 'text' field"]
+
+
+def test_a_jsonl_file_without_one_valid_line_is_skipped(tmp_path):
     (tmp_path / "bad.jsonl").write_text('{"title": "no text"}\n', encoding="utf-8")
     _, report = read_passages([tmp_path])
     assert report.files == 0 and "line 1" in report.skipped[0][1]
@@ -83,3 +119,111 @@ def test_missing_and_empty_collections_have_clear_errors(tmp_path):
 def test_invalid_collection_name():
     with pytest.raises(CausalRAGError, match="not valid"):
         Store("x")
+
+
+# --------------------------------------------------------------------------- re-ingest, store failures
+@pytest.fixture
+def fake_store(tmp_path):
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    return lambda name="zoo": Store(name, path=tmp_path / "chroma", embeddings=DeterministicFakeEmbedding(size=16))
+
+
+def two_paragraphs(where: str) -> str:
+    return "Zebras live in Kenya. " * 20 + "\n\n" + f"Lions live in {where}. " * 20  # two 80-word passages
+
+
+def test_reingesting_a_changed_file_replaces_its_passages(tmp_path, fake_store):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "zoo.txt").write_text(two_paragraphs("Tanzania"), encoding="utf-8")
+    (docs / "other.txt").write_text("Penguins live in Antarctica.", encoding="utf-8")
+    assert fake_store().ingest([docs], progress=False).added == 3
+    (docs / "zoo.txt").write_text(two_paragraphs("Botswana"), encoding="utf-8")
+    report = fake_store().ingest([docs / "zoo.txt"], progress=False)
+    assert (report.added, report.removed) == (1, 1)
+    texts = [p.text for p in fake_store().passages()]
+    assert len(texts) == 3 and not any("Tanzania" in t for t in texts) and any("Penguins" in t for t in texts)
+
+
+def test_a_file_deleted_from_an_ingested_folder_loses_its_passages(tmp_path, fake_store):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("Zebras live in Kenya.", encoding="utf-8")
+    (docs / "b.txt").write_text("Lions live in Tanzania.", encoding="utf-8")
+    fake_store().ingest([docs], progress=False)
+    (docs / "b.txt").unlink()
+    report = fake_store().ingest([docs], progress=False)
+    assert (report.added, report.removed) == (0, 1)
+    assert [p.text for p in fake_store().passages()] == ["Zebras live in Kenya."]
+
+
+def test_keep_history_keeps_old_passages(tmp_path, fake_store):
+    doc = tmp_path / "zoo.txt"
+    doc.write_text("Lions live in Tanzania.", encoding="utf-8")
+    fake_store().ingest([doc], progress=False)
+    doc.write_text("Lions live in Botswana.", encoding="utf-8")
+    report = fake_store().ingest([doc], progress=False, keep_history=True)
+    assert (report.added, report.removed) == (1, 0) and fake_store().count() == 2
+
+
+def test_nothing_read_creates_no_collection(tmp_path, fake_store):
+    report = fake_store("ghost").ingest([tmp_path / "missing"], progress=False)
+    assert report.passages == 0 and not fake_store("ghost").exists()
+
+
+@pytest.mark.parametrize("name", ["a..b", "x", "-abc", "abc-", "a b c", "[/bold]", "é" * 5])
+def test_invalid_collection_names(name):
+    with pytest.raises(CausalRAGError, match="is not valid: use 3-512 letters"):
+        Store(name)
+
+
+def test_a_zero_length_database_is_reported_not_replaced(tmp_path, fake_store):
+    from causalrag.errors import DamagedStoreError
+
+    (tmp_path / "chroma").mkdir()
+    db = tmp_path / "chroma" / "chroma.sqlite3"
+    db.write_bytes(b"")
+    with pytest.raises(DamagedStoreError, match=r"empty \(0 bytes\).*nothing was changed"):
+        fake_store().count()
+    assert db.stat().st_size == 0
+    db.write_bytes(b"not sqlite at all" * 10)
+    with pytest.raises(DamagedStoreError, match="not an SQLite database"):
+        fake_store().count()
+
+
+def test_a_database_damaged_part_way_is_one_sentence(tmp_path, fake_store):
+    """Real pages of a real Chroma database overwritten: the next read says so instead of Chroma's InternalError."""
+    import os
+    import subprocess
+    import sys
+
+    from causalrag.errors import DamagedStoreError
+
+    script = (
+        "from langchain_core.embeddings import DeterministicFakeEmbedding\n"
+        "from causalrag.tools.store import Passage, Store\n"
+        f"store = Store('zoo', path={str(tmp_path / 'chroma')!r}, embeddings=DeterministicFakeEmbedding(size=16))\n"
+        "store.add([Passage(f'T{i}', f'passage number {i} ' * 30) for i in range(3000)])\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=300)  # its own process: no client holds the file
+    db = tmp_path / "chroma" / "chroma.sqlite3"
+    data = bytearray(db.read_bytes())
+    data[len(data) // 3 : len(data) // 3 + 65536] = os.urandom(65536)
+    db.write_bytes(bytes(data))
+    with pytest.raises(DamagedStoreError, match="SQLite says"):
+        store = fake_store()
+        store.count()
+        store.passages()
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [("http://127.0.0.1:9", "nothing answers there"), ("not a url", "not an http:// or https:// URL"), ("ftp://host", "not an http")],
+)
+def test_a_chroma_url_that_does_not_answer_is_one_sentence(monkeypatch, url, says):
+    from causalrag.errors import StoreUnreachableError
+
+    monkeypatch.setenv("CAUSALRAG_CHROMA_URL", url)
+    with pytest.raises(StoreUnreachableError, match=says):
+        Store("zoo").count()
