@@ -1,20 +1,24 @@
 """The ``causalrag`` command: ingest, ask, draw, methods, demo.
 
-Errors a person can fix print one sentence and exit 1, never a traceback.
+Errors a person can fix print one sentence and exit 1, never a traceback. Retrieved and generated
+text is data: it is printed as plain text (never read as Rich markup) with control characters
+neutralized, so a passage cannot crash the command or drive the terminal.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import sys
 import time
-import typing
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 import causalrag  # noqa: F401  (sets the offline environment first)
 from causalrag.config import DEMO_COLLECTION
@@ -33,64 +37,77 @@ ParamOpt = Annotated[list[str], typer.Option("--param", "-p", help="Method param
 
 
 # --------------------------------------------------------------------------- helpers
-def _coerce(method: str, raw: list[str]) -> dict[str, Any]:
-    """``NAME=VALUE`` strings → typed values, using the method's context field types."""
-    from causalrag.graphs.registry import get_method
-
-    context = get_method(method).context
-    hints = typing.get_type_hints(context)
-    values: dict[str, Any] = {}
-    for item in raw:
-        name, sep, text = item.partition("=")
-        if not sep:
-            raise typer.BadParameter(f"{item!r} is not NAME=VALUE.", param_hint="--param")
-        kind = hints.get(name, str)
-        base = next((a for a in typing.get_args(kind) if a is not type(None)), kind) if typing.get_args(kind) else kind
-        if base is bool:
-            values[name] = text.lower() in ("1", "true", "yes", "on")
-        elif base in (int, float):
-            values[name] = base(text)
-        elif typing.get_origin(base) is list:
-            values[name] = [t for t in text.split(",") if t]
-        else:
-            values[name] = text
-    return values
-
-
 def _context(method: str, collection: str, model: str | None, params: list[str], backend: str | None = None, **fixed: Any):
     from causalrag.config import settings
-    from causalrag.graphs.registry import make_context
+    from causalrag.graphs.registry import make_context, parse_params
     from causalrag.tools.llm import load_llm
 
     fixed = {k: v for k, v in fixed.items() if v is not None}
-    ctx = make_context(method, collection=collection, **fixed, **_coerce(method, params))
+    ctx = make_context(method, collection=collection, **fixed, **parse_params(method, params))
     if model or backend:
         ctx.llm = load_llm(model or settings().model, backend=backend)
     return ctx
 
 
 def _short(text: str, width: int = 110) -> str:
-    text = " ".join(text.split())
+    from causalrag.text import readable
+
+    text = " ".join(readable(str(text)).split())
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def line(*parts: str | tuple[str, str]) -> Text:
+    """A line of our own styled labels and plain data: ``(text, style)`` pairs are ours, bare strings
+    are data (retrieved or generated), shown as they are with control characters neutralized."""
+    from causalrag.text import readable
+
+    return Text.assemble(*(p if isinstance(p, tuple) else readable(p) for p in parts))
+
+
+_C1 = re.compile(r"[\x80-\x9f]")
+
+
+def json_text(payload: Any) -> str:
+    """JSON with every control character escaped: C0 ones always are; C1 ones (8-bit escape codes
+    some terminals obey) are written as \\u0080-\\u009f too, the same data."""
+    text = json.dumps(payload, ensure_ascii=False, indent=2, default=str)
+    return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def read_question(question: str | None, question_file: Path | None) -> str | None:
+    """The question from the argument, ``-`` (standard input) or ``--question-file``; bytes that are not
+    UTF-8 (from any of them) are decoded by detection, not rejected."""
+    from causalrag.tools.store import decode_text
+
+    if question_file is not None:
+        try:
+            return decode_text(question_file.read_bytes())
+        except OSError as exc:
+            raise CausalRAGError(f"Cannot read the question file {question_file}: {exc.strerror or exc}; pass a readable text file.") from None
+    if question == "-":
+        return decode_text(sys.stdin.buffer.read())
+    if question is None:
+        return None
+    return decode_text(os.fsencode(question))  # argv holds undecodable bytes as surrogates: recover them
 
 
 def print_event(event: dict) -> None:
     """One streamed event as a line (tokens inline)."""
-    kind, stage = event.get("type"), event.get("stage", "")
+    kind, stage = event.get("type"), str(event.get("stage", ""))
     if kind == "token":
-        out.print(event["text"], end="", highlight=False, markup=False)
+        out.print(line(str(event["text"])), end="", highlight=False)
         return
     if kind == "evidence":
-        out.print(f"\n[bold cyan]{stage}[/] evidence ({len(event['documents'])}):")
+        out.print(line("\n", (stage, "bold cyan"), f" evidence ({len(event['documents'])}):"))
         for i, d in enumerate(event["documents"], 1):
             score = f"{d['score']:.3f}" if isinstance(d.get("score"), (int, float)) else "   - "
-            out.print(f"  {i:>2}. [{score}] [bold]{d.get('title', '')}[/]: {_short(d['text'], 90)}", highlight=False)
+            out.print(line(f"  {i:>2}. [{score}] ", (_short(d.get("title", ""), 60), "bold"), f": {_short(d['text'], 90)}"), highlight=False)
         return
     if kind == "answer":
-        out.print(f"\n[bold green]{stage} →[/] {event['answer']}", highlight=False)
+        out.print(line("\n", (f"{stage} →", "bold green"), f" {_short(event['answer'], 400)}"), highlight=False)
         return
     payload = {k: v for k, v in event.items() if k not in ("type", "stage")}
-    out.print(f"\n[magenta]{stage} {kind}[/]: {_short(json.dumps(payload, default=str), 160)}", highlight=False)
+    out.print(line("\n", (f"{stage} {kind}", "magenta"), f": {_short(json.dumps(payload, default=str), 160)}"), highlight=False)
 
 
 def run_graph(method: str, question: str | None, ctx: Any, *, stream: bool, checkpointer: Any = None, config: dict | None = None) -> dict:
@@ -142,24 +159,32 @@ def methods() -> None:
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Files or folders (.txt, .md, .jsonl with id/title/text).")],
     collection: CollectionOpt = DEMO_COLLECTION,
-    words: Annotated[int, typer.Option(help="Words per passage.")] = 100,
+    words: Annotated[int, typer.Option(help="Words per passage.", min=1)] = 100,
+    keep_history: Annotated[
+        bool, typer.Option("--keep-history", help="Keep the passages of files that changed or were deleted since the last ingest.")
+    ] = False,
 ) -> None:
-    """Split files into ~100-word passages and add the new ones to a collection."""
+    """Split files into ~100-word passages and add the new ones to a collection.
+
+    Re-ingesting a file that changed replaces its passages, and a file deleted from an ingested
+    folder loses its passages, unless --keep-history is given.
+    """
     from causalrag.tools.store import Store
 
     store = Store(collection)
-    report = store.ingest(paths, words=words)  # logs a warning per skipped file
-    out.print(
-        f"{report.files} files, {report.passages} passages read, {report.added} new → "
+    report = store.ingest(paths, words=words, keep_history=keep_history)  # logs a warning per skipped file or line
+    if report.passages == 0:
+        raise CausalRAGError("No text was found to ingest: pass .txt, .md or .jsonl files, or folders that hold some.")
+    out.print(line(
+        f"{report.files} files, {report.passages} passages read, {report.added} new, {report.removed} stale removed → "
         f"collection {collection!r} now holds {store.count()} passages."
-    )
-    if report.files == 0:
-        raise CausalRAGError("No readable .txt, .md or .jsonl file was found: pass files or folders that hold some.")
+    ), soft_wrap=True)
 
 
 @app.command()
 def ask(
-    question: Annotated[Optional[str], typer.Argument(help="The question (omit with --resume).")] = None,
+    question: Annotated[Optional[str], typer.Argument(help="The question; - reads it from standard input (omit with --resume).")] = None,
+    question_file: Annotated[Optional[Path], typer.Option("--question-file", "-f", help="Read the question from this file (long questions).")] = None,
     method: Annotated[Optional[str], typer.Option("--method", "-m", help="Default: standard_rag.")] = None,
     collection: CollectionOpt = DEMO_COLLECTION,
     k: Annotated[Optional[int], typer.Option(help="Passages for the answer step.")] = None,
@@ -175,30 +200,34 @@ def ask(
     """Answer a question with a method."""
     from contextlib import nullcontext
 
+    from causalrag.budget import check_question
     from causalrag.checkpoints import sqlite_checkpointer, thread_config, thread_method
-    from causalrag.nodes.common import question_of
+    from causalrag.nodes.common import llm_of, question_of
+    from causalrag.text import readable
 
     if resume and not thread:
         raise CausalRAGError("--resume needs the --thread id of the run to continue.")
     if not resume:
-        question = question_of({"question": question})
+        question = question_of({"question": readable(read_question(question, question_file) or "")})
     with sqlite_checkpointer() if thread else nullcontext() as saver:
         if resume:
             method = method or thread_method(saver, thread)
             question = None
         method = method or "standard_rag"
         ctx = _context(method, collection, model, param, backend, k=k, retrieval=retrieval)
+        if question is not None:
+            check_question(llm_of(ctx), question)  # before any retrieval: one sentence, not an overflow deep in a backend
         config = thread_config(thread, method) if thread else None
         state = run_graph(method, question, ctx, stream=stream and not as_json, checkpointer=saver, config=config)
     result = result_json(state)
     if as_json:
-        print(json.dumps(result, ensure_ascii=False, indent=2, default=str))
+        print(json_text(result))
         return
     if not stream:
         for i, d in enumerate(result["documents"], 1):
-            out.print(f"  {i}. [bold]{d['title']}[/]: {_short(d['text'], 90)}", highlight=False)
+            out.print(line(f"  {i}. ", (_short(d["title"], 60), "bold"), f": {_short(d['text'], 90)}"), highlight=False)
     cost = result["cost"]
-    out.print(f"[bold green]Answer:[/] {result['answer'] or '(no answer)'}", highlight=False)
+    out.print(line(("Answer:", "bold green"), f" {_short(result['answer'], 400) or '(no answer)'}"), highlight=False)
     out.print(f"[dim]{method}: {cost['llm_calls']} LLM calls, {cost['prompt_tokens']} prompt + {cost['new_tokens']} new tokens, {cost['seconds']:.1f}s[/]")
 
 
@@ -218,8 +247,8 @@ def history(thread: Annotated[str, typer.Option(help="Thread id given to `ask --
             table.add_row(
                 str((snap.metadata or {}).get("step", "")),
                 ", ".join(snap.next) or "(done)",
-                _short(values.get("question", ""), 40),
-                _short(values.get("answer", ""), 30),
+                Text(_short(values.get("question", ""), 40)),
+                Text(_short(values.get("answer", ""), 30)),
                 str(len(values.get("documents") or [])),
                 trace[-1]["node"] if trace else "",
             )
@@ -235,13 +264,15 @@ def draw(
     from causalrag.graphs.registry import build_graph
 
     graph = build_graph(method).get_graph()
+    if out_file.suffix in (".png", ".mmd", ".mermaid"):
+        out_file.parent.mkdir(parents=True, exist_ok=True)
     if out_file.suffix == ".png":
         out_file.write_bytes(graph.draw_png())
     elif out_file.suffix in (".mmd", ".mermaid"):
         out_file.write_text(graph.draw_mermaid(), encoding="utf-8")
     else:
         raise CausalRAGError(f"Cannot draw to {out_file.name!r}: use a file name ending in .png or .mmd.")
-    out.print(f"wrote {out_file}")
+    out.print(line(f"wrote {out_file}"))
 
 
 @app.command()
@@ -403,7 +434,7 @@ def main() -> None:
     try:
         app()
     except CausalRAGError as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        err.print(line(("error:", "bold red"), f" {exc}"), highlight=False)  # the message may quote user text
         sys.exit(1)
 
 
