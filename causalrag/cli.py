@@ -295,7 +295,7 @@ def demo(
 
     chosen = methods_.split(",") if methods_ else list(registry())
     sized = not full and pick_device() == "cpu"
-    out.print(f"[bold]causalrag demo[/] — methods: {', '.join(chosen)}; backend: {choose_backend(backend, model)}")
+    out.print(line(("causalrag demo", "bold"), f" — methods: {', '.join(chosen)}; backend: {choose_backend(backend, model)}"))
     knobs = "; ".join(f"{m}: {registry()[m].cpu_params}" for m in chosen if m in registry() and registry()[m].cpu_params)
     if sized and knobs:
         out.print(f"[dim]CPU-sized parameters ({knobs}); --full runs the papers' defaults.[/]")
@@ -313,7 +313,7 @@ def demo(
             state = run_graph(method, q["question"], ctx, stream=True)
             ok = any(a.lower() in state.get("answer", "").lower() for a in q["answers"])
             score[method] += ok
-            out.print(f"{'[green]✓' if ok else '[red]✗'} {method}[/]: {state.get('answer', '')!r}", highlight=False)
+            out.print(line(("✓ " if ok else "✗ ", "green" if ok else "red"), f"{method}: {state.get('answer', '')!r}"), highlight=False)
     out.rule("summary")
     for method, s in score.items():
         out.print(f"{method:>14}: {s}/{len(picked)} answers contain the expected string")
@@ -347,22 +347,33 @@ def distill_cis(
     scorer = CISScorer(load_llm(model) if model else default_llm(), form=form)
     config = DistillConfig(epochs=epochs, batch_size=batch_size, lr=lr, max_length=max_length, seed=seed)
     _, losses, pairs = distill_from_store(scorer, store, asked, out_dir, n_candidates=n, retrieval=retrieval, config=config, resume=resume)
-    out.print(
+    out.print(line(
         f"distilled {pairs} ⟨question, passage, CIS⟩ pairs from {len(asked)} questions → {out_dir} "
         f"(epoch losses {', '.join(f'{x:.3f}' for x in losses)}; p(K) computed {scorer.prior_computed}, cached {scorer.prior_hits})"
-    )
-    out.print(f"use it: causalrag ask \"…\" --method cis -c {collection} -p reranker=cis-distilled -p distilled_path={out_dir}")
+    ))
+    out.print(line(f"use it: causalrag ask \"…\" --method cis -c {collection} -p reranker=cis-distilled -p distilled_path={out_dir}"))
 
 
-def _method_params(methods: list[str], raw: list[str]) -> dict[str, dict[str, Any]]:
-    """``--param`` values for each method that has that parameter; a name no chosen method has is an error."""
-    from causalrag.graphs.registry import get_method
+def _method_params(methods: list[str], raw: list[str], *, cpu: bool = False) -> dict[str, dict[str, Any]]:
+    """Each chosen method's parameters: its ``cpu_params`` with ``cpu``, then every ``NAME=VALUE`` for
+    each chosen method that has NAME and every ``METHOD.NAME=VALUE`` for that method alone."""
+    from causalrag.graphs.registry import get_method, parse_params
 
-    names = {m: set(get_method(m).parameters()) for m in methods}
-    unknown = sorted({p.partition("=")[0] for p in raw} - set().union(*names.values()))
-    if unknown:
-        raise CausalRAGError(f"No chosen method has parameter {', '.join(map(repr, unknown))}: see `causalrag methods`.")
-    return {m: v for m in methods if (v := _coerce(m, [p for p in raw if p.partition("=")[0] in names[m]]))}
+    chosen = {m: get_method(m) for m in methods}
+    params: dict[str, dict[str, Any]] = {m: dict(chosen[m].cpu_params) if cpu else {} for m in methods}
+    for item in raw:
+        owner, dot, assignment = item.partition("=")[0].partition(".")
+        if dot:
+            if owner not in chosen:
+                raise CausalRAGError(f"-p {item!r} is for method {owner!r}, which is not in --methods: add it there or drop the parameter.")
+            targets, assignment = [owner], item.partition(".")[2]
+        else:
+            targets, assignment = [m for m in methods if owner.strip() in chosen[m].parameters()], item
+            if not targets:
+                raise CausalRAGError(f"No chosen method has parameter {owner.strip()!r}: see `causalrag methods`.")
+        for method in targets:
+            params[method].update(parse_params(method, [assignment]))
+    return {m: p for m, p in params.items() if p}
 
 
 @app.command("eval")
@@ -377,7 +388,10 @@ def eval_(
     instruction: Annotated[bool, typer.Option("--instruction", help="Injected passages also carry a prompt-injection sentence.")] = False,
     collection: Annotated[Optional[str], typer.Option("--collection", "-c", help="Open setting without passage pools: collection to search.")] = None,
     model: ModelOpt = None,
-    param: ParamOpt = [],  # noqa: B006 - typer reads the default
+    param: Annotated[
+        list[str], typer.Option("--param", "-p", help="NAME=VALUE for every chosen method that has NAME, or METHOD.NAME=VALUE for one (repeatable).")
+    ] = [],  # noqa: B006 - typer reads the default
+    cpu: Annotated[bool, typer.Option("--cpu", help="Each method's CPU-sized parameters, as `causalrag demo` uses on a CPU (-p overrides them).")] = False,
     backend: BackendOpt = None,
 ) -> None:
     """Evaluate methods on a dataset; one JSON line per (method, question, K) in OUT/results.jsonl, resumable."""
@@ -389,11 +403,11 @@ def eval_(
         ks = sorted({int(k) for k in inject.split(",") if k.strip()})
     except ValueError:
         raise CausalRAGError(f"--inject {inject!r} is not a comma-separated list of numbers, e.g. 0,4,8.") from None
-    config = EvalConfig(dataset, chosen, setting, ks or [0], limit, _method_params(chosen, param), model, seed, instruction, collection, backend)
+    config = EvalConfig(dataset, chosen, setting, ks or [0], limit, _method_params(chosen, param, cpu=cpu), model, seed, instruction, collection, backend)
     rows = run_eval(config, out_dir)
     mine = [r for r in rows if r["method"] in chosen and r["inject"] in config.inject]
     out.print(markdown_table(summarize(mine, resamples=500)), highlight=False, markup=False)
-    out.print(f"{len(mine)} results in {out_dir}; `causalrag report {out_dir}` writes the report and plots.")
+    out.print(line(f"{len(mine)} results in {out_dir}; `causalrag report {out_dir}` writes the report and plots."))
 
 
 @app.command()
@@ -427,7 +441,7 @@ def report(
         cost.add_row(*row[:2], *row[len(QUALITY_COLUMNS) :])
     out.print(quality)
     out.print(cost)
-    out.print(f"wrote {result.markdown}, {result.csv}, " + ", ".join(map(str, result.plots)))
+    out.print(line(f"wrote {result.markdown}, {result.csv}, " + ", ".join(map(str, result.plots))))
 
 
 def main() -> None:

@@ -7,7 +7,9 @@ settings; a rerun with different settings (dataset, setting, seed, parameters, .
 folder is refused rather than mixing results. One model load and one embedding model serve the run.
 
 A method that raises on a question gets a result row with ``error`` set (and empty answer), so
-reports count failures instead of silently skipping them; an interrupt (Ctrl-C) is never recorded.
+reports count failures instead of silently skipping them; an interrupt (Ctrl-C) is never recorded,
+and neither is a setup error (a missing collection or model, a store that does not answer): that
+stops the run with its one sentence, since every question would fail the same way.
 """
 
 from __future__ import annotations
@@ -22,7 +24,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from causalrag.errors import CausalRAGError
+from causalrag.errors import (
+    BackendUnavailableError,
+    CausalRAGError,
+    CollectionNotFoundError,
+    DamagedStoreError,
+    EmptyCollectionError,
+    ModelNotFoundError,
+    ScoringUnavailableError,
+    ServerUnreachableError,
+    StoreUnreachableError,
+)
 from causalrag.eval.datasets import Example, load_dataset
 from causalrag.eval.inject import asserted_answers, is_injected, with_distractors
 from causalrag.eval.metrics import answer_scores, containment, ndcg_at_k, recall_at_k
@@ -32,6 +44,11 @@ RESULTS = "results.jsonl"
 CONFIG = "config.json"
 MUST_MATCH = ("dataset", "setting", "seed", "instruction", "params", "model", "collection", "backend")
 """Settings that change what a result means: a resumed run must use the same ones."""
+SETUP_ERRORS = (
+    BackendUnavailableError, CollectionNotFoundError, DamagedStoreError, EmptyCollectionError, ModelNotFoundError,
+    ScoringUnavailableError, ServerUnreachableError, StoreUnreachableError,
+)
+"""Errors of the run's setup, not of one question: they stop the run instead of filling it with error rows."""
 
 
 @dataclass
@@ -56,6 +73,18 @@ class EvalConfig:
     """Open setting over a dataset without passages: the collection to retrieve from."""
     backend: str | None = None
     """LLM backend; ``None`` takes ``CAUSALRAG_BACKEND`` (``auto`` resolved), recorded so runs on different backends never mix."""
+
+
+class _NoPools:
+    """Stands in for :class:`Pools` when no chosen method retrieves (``no_rag`` on a questions-only dataset)."""
+
+    store = None
+
+    def ids_for(self, example: Example) -> None:
+        return None
+
+    def close(self) -> None:
+        pass
 
 
 def result_key(method: str, question_id: str, inject: int) -> str:
@@ -105,10 +134,13 @@ def _read_config(folder: Path) -> dict:
 
 
 def _check_config(folder: Path, config: EvalConfig) -> None:
-    """Write ``config.json``, or check a resumed run uses the same settings (methods/K/limit may grow)."""
+    """Write ``config.json``, or check a resumed run uses the same settings (methods/K/limit may grow).
+
+    A folder without results (a run that failed before its first answer) takes the new settings.
+    """
     path = folder / CONFIG
     new = dataclasses.asdict(config)
-    if path.exists():
+    if path.exists() and read_results(folder):
         old = _read_config(folder)
         differ = [k for k in MUST_MATCH if json.dumps(old.get(k), sort_keys=True) != json.dumps(new[k], sort_keys=True)]
         if differ:
@@ -227,13 +259,15 @@ def run_eval(
     from causalrag.graphs.registry import build_graph, get_method, make_context
 
     for method in config.methods:
-        get_method(method)  # unknown names fail before any work
+        make_context(method, **config.params.get(method, {}))  # unknown names and bad values fail before any work
     default_model = llm is None and config.model is None and config.backend is None
     if config.backend is None:
         from causalrag.tools.llm import choose_backend
 
         config = dataclasses.replace(config, backend=choose_backend(None, config.model) if llm is None else type(llm).__name__)
     folder = Path(out)
+    if folder.exists() and not folder.is_dir():
+        raise CausalRAGError(f"--out {folder} is a file: pass a folder for the run (it is made when missing).")
     folder.mkdir(parents=True, exist_ok=True)
     _check_config(folder, config)
     results_path = folder / RESULTS
@@ -273,7 +307,8 @@ def run_eval(
             pooled = [with_distractors(ex, k, donors=dataset, seed=config.seed, instruction=config.instruction) for ex in examples]
             asked = {ex.id for ex in examples}
             rest = [ex for ex in dataset if ex.id not in asked]
-            pools = Pools(config.setting, pooled, embeddings, collection=config.collection, background=rest)
+            retrieving = any(get_method(m).retrieves for m in config.methods)
+            pools = Pools(config.setting, pooled, embeddings, collection=config.collection, background=rest) if retrieving else _NoPools()
             try:
                 for original, ex in zip(examples, pooled):
                     gold = gold_ids(original)
@@ -285,6 +320,8 @@ def run_eval(
                         started = time.perf_counter()
                         try:
                             state, error = graphs[method].invoke({"question": ex.question}, context=ctx), None
+                        except SETUP_ERRORS:
+                            raise
                         except Exception as exc:  # noqa: BLE001 - one failing question must not end the run
                             state, error = {}, f"{type(exc).__name__}: {exc}"
                         row = {

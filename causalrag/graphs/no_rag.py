@@ -15,4 +15,4 @@ def build() -> StateGraph:
     return graph
 
 
-METHOD = Method("no_rag", build, RAGContext, "closed book: answer without retrieval", baseline=True)
+METHOD = Method("no_rag", build, RAGContext, "closed book: answer without retrieval", baseline=True, retrieves=False)

@@ -37,6 +37,8 @@ class Method:
     cpu_params: dict[str, Any] = field(default_factory=dict)
     """Smaller knobs (fewer candidates, rounds, iterations) that keep one question to about a minute
     on a CPU with the bundled model; ``causalrag demo`` and the quickstart use them on a CPU."""
+    retrieves: bool = True
+    """False for a method that never reads the store (``no_rag``): evaluation needs no passages for it."""
 
     def parameters(self) -> dict[str, Any]:
         """Tunable fields and their defaults (``llm`` and ``store`` are dependencies, not parameters)."""

@@ -76,3 +76,70 @@ def test_runs_split_over_processes_merge_into_one_report(tmp_path, fakes):
     assert isinstance(twice.exception, CausalRAGError) and "more than one" in str(twice.exception)
     no_out = runner.invoke(app, ["report", str(tmp_path / "a"), str(tmp_path / "b")])
     assert isinstance(no_out.exception, CausalRAGError) and "--out" in str(no_out.exception)
+
+
+def config_of(folder):
+    return json.loads((folder / "config.json").read_text())
+
+
+def test_per_method_parameters_and_cpu_sizes(tmp_path, fakes):
+    """-p NAME=VALUE goes to every chosen method that has NAME, -p METHOD.NAME=VALUE to that one; --cpu starts from cpu_params."""
+    import causalrag
+
+    runner = CliRunner()
+    args = ["eval", "--dataset", "demo", "--methods", "no_rag,standard_rag,cis", "--limit", "1", "--cpu",
+            "-p", "max_new_tokens=8", "-p", "standard_rag.k=2", "-p", "cis.k=3", "--out", str(tmp_path / "run")]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    params = config_of(tmp_path / "run")["params"]
+    cpu = causalrag.METHODS["cis"].cpu_params
+    assert params == {"no_rag": {"max_new_tokens": 8}, "standard_rag": {"max_new_tokens": 8, "k": 2},
+                      "cis": {**cpu, "max_new_tokens": 8, "k": 3}}
+    rows = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    assert {r["method"]: r["k"] for r in rows} == {"no_rag": 5, "standard_rag": 2, "cis": 3}
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        (["-p", "cf_rag.hypotheses=2"], "is for method 'cf_rag', which is not in --methods"),
+        (["-p", "standard_rag.hypotheses=2"], "has no parameter 'hypotheses'"),
+        (["-p", "k=0"], "at least 1"),
+        (["-p", "standard_rag.k=many"], "a whole number"),
+        (["-p", "retrieval=nosuch"], "one of dense, bm25, hybrid"),
+    ],
+)
+def test_bad_parameters_stop_before_any_work_and_leave_no_config(params, message, tmp_path, fakes):
+    result = CliRunner().invoke(app, ["eval", "--dataset", "demo", "--methods", "no_rag,standard_rag", "--limit", "1", *params,
+                                      "--out", str(tmp_path / "run")])
+    assert isinstance(result.exception, CausalRAGError) and message in str(result.exception)
+    assert not (tmp_path / "run" / "config.json").exists() and fakes.prompts == []
+
+
+def test_a_questions_only_dataset_runs_no_rag(tmp_path, fakes):
+    data = tmp_path / "questions.jsonl"
+    data.write_text("".join(json.dumps({"id": str(i), "question": f"Largest planet {i}?", "golden_answers": ["Jupiter"]}) + "\n" for i in range(2)))
+    ok = CliRunner().invoke(app, ["eval", "--dataset", f"jsonl:{data}", "--methods", "no_rag", "--out", str(tmp_path / "a")])
+    assert ok.exit_code == 0, ok.output
+    assert len((tmp_path / "a" / "results.jsonl").read_text().splitlines()) == 2
+    refused = CliRunner().invoke(app, ["eval", "--dataset", f"jsonl:{data}", "--methods", "standard_rag", "--out", str(tmp_path / "b")])
+    assert isinstance(refused.exception, CausalRAGError) and "--setting open with --collection" in str(refused.exception)
+
+
+def test_a_run_that_failed_before_its_first_result_does_not_block_the_next(tmp_path, fakes):
+    data = tmp_path / "questions.jsonl"
+    data.write_text(json.dumps({"id": "1", "question": "Largest planet?", "golden_answers": ["Jupiter"]}) + "\n")
+    run = ["eval", "--dataset", f"jsonl:{data}", "--methods", "standard_rag", "--out", str(tmp_path / "run")]
+    failed = CliRunner().invoke(app, [*run, "--setting", "open", "--collection", "never-made"])
+    assert isinstance(failed.exception, CausalRAGError) and "does not exist" in str(failed.exception)
+    assert not (tmp_path / "run" / "results.jsonl").exists() or not (tmp_path / "run" / "results.jsonl").read_text()
+    again = CliRunner().invoke(app, [*run[:4], "no_rag", *run[5:]])
+    assert again.exit_code == 0, again.output
+    assert config_of(tmp_path / "run")["methods"] == ["no_rag"]
+
+
+def test_out_naming_a_file_is_one_sentence(tmp_path, fakes):
+    (tmp_path / "taken").write_text("mine")
+    result = CliRunner().invoke(app, ["eval", "--dataset", "demo", "--methods", "no_rag", "--limit", "1", "--out", str(tmp_path / "taken")])
+    assert isinstance(result.exception, CausalRAGError) and "is a file" in str(result.exception)
+    assert (tmp_path / "taken").read_text() == "mine"
