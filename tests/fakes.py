@@ -21,7 +21,8 @@ class FakeLLM(Judge):
     functions of (prefix, continuation) and of the prompt; ``option`` scores an option of a
     scored choice, ``option(prompt, option) -> log-prob`` (default: the ``logprob`` rule), and
     ``choose`` records every (prompt, options) it is asked in ``choices``. A token is a word or a
-    punctuation mark (``count_tokens``), and ``context_window`` bounds prompt + reply like a real model's.
+    punctuation mark (``count_tokens``), and ``context_window`` bounds prompt + reply like a real model's;
+    with ``enforce_window`` a prompt that overflows it raises, as llama.cpp's full context does.
     """
 
     name = "fake"
@@ -36,6 +37,7 @@ class FakeLLM(Judge):
         option: Callable[[str, str], float] | None = None,
         regex: bool = False,
         context_window: int = 8192,
+        enforce_window: bool = False,
     ) -> None:
         self.rules = list((replies or {}).items())
         self.default = default
@@ -45,6 +47,7 @@ class FakeLLM(Judge):
         self.choices: list[tuple[str, tuple[str, ...]]] = []
         self.regex = regex
         self.context_window = context_window
+        self.enforce_window = enforce_window
         self.prompts: list[str] = []
         self.scored: list[tuple[str, str]] = []
         self.usage = Usage()
@@ -66,8 +69,15 @@ class FakeLLM(Judge):
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return [len(re.findall(r"\w+|[^\w\s]", t)) for t in texts]
 
+    def _check_window(self, texts: Sequence[str], reply_tokens: int = 0) -> None:
+        if self.enforce_window:
+            for tokens in self.count_tokens(texts):
+                if tokens + reply_tokens > self.context_window:
+                    raise ValueError(f"A prompt of {tokens} tokens does not fit the {self.context_window}-token context.")
+
     def generate(self, prompts: Sequence[str], *, max_new_tokens: int = 64, temperature: float = 0.0,
                  n: int = 1, stop: Sequence[str] | None = None, seed: int | None = None) -> list[list[str]]:
+        self._check_window(prompts, max_new_tokens)
         self.prompts += list(prompts)
         record(self.usage, Usage(calls=len(prompts) * n, forward_passes=1))
         return [[truncate_at_stop(self._reply(p), stop) for _ in range(n)] for p in prompts]
@@ -77,6 +87,7 @@ class FakeLLM(Judge):
         yield from re.findall(r"\s*\S+", text) or [text]
 
     def logprob(self, prefixes: Sequence[str], continuations: Sequence[str], *, reduce: str = "sum") -> list[float]:
+        self._check_window([p + c for p, c in zip(prefixes, continuations)])
         self.scored += list(zip(prefixes, continuations))
         record(self.usage, Usage(calls=len(prefixes), forward_passes=1))
         values = [self._logprob(p, c) for p, c in zip(prefixes, continuations)]
@@ -85,12 +96,14 @@ class FakeLLM(Judge):
         return values
 
     def yes_probability(self, prompts: Sequence[str]) -> list[float]:
+        self._check_window(prompts, 1)
         self.prompts += list(prompts)
         record(self.usage, Usage(calls=len(prompts), forward_passes=1))
         return [self._yes(p) for p in prompts]
 
     def option_logprobs(self, prompts: Sequence[str], options: Sequence[Sequence[str]]) -> list[list[list[float]]]:
         """One pseudo token per word of the option, sharing the rule's log-prob evenly."""
+        self._check_window([p + " " + max(map(str, o), key=len, default="") for p, o in zip(prompts, options)])
         self.choices += [(p, tuple(o)) for p, o in zip(prompts, options)]
         record(self.usage, Usage(calls=len(prompts), forward_passes=1))
         rule = self._option or self._logprob
