@@ -20,8 +20,8 @@ class FakeLLM(Judge):
     The first matching rule wins; ``default`` answers the rest. ``logprob`` and ``yes`` are
     functions of (prefix, continuation) and of the prompt; ``option`` scores an option of a
     scored choice, ``option(prompt, option) -> log-prob`` (default: the ``logprob`` rule), and
-    ``choose`` records every (prompt, options) it is asked in ``choices``. A token is a word or a
-    punctuation mark (``count_tokens``), and ``context_window`` bounds prompt + reply like a real model's;
+    ``choose`` records every (prompt, options) it is asked in ``choices``. A token is a punctuation
+    mark or up to 8 letters of a word (``count_tokens``), and ``context_window`` bounds prompt + reply like a real model's;
     with ``enforce_window`` a prompt that overflows it raises, as llama.cpp's full context does.
     """
 
@@ -67,7 +67,7 @@ class FakeLLM(Judge):
         return reply
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        return [len(re.findall(r"\w+|[^\w\s]", t)) for t in texts]
+        return [sum(-(-len(w) // 8) for w in re.findall(r"\w+|[^\w\s]", t)) for t in texts]  # a long word is several tokens
 
     def _check_window(self, texts: Sequence[str], reply_tokens: int = 0) -> None:
         if self.enforce_window:
