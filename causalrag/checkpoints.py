@@ -29,6 +29,10 @@ def sqlite_checkpointer(path: str | Path | None = None) -> Iterator[SqliteSaver]
     conn = sqlite3.connect(path, check_same_thread=False)  # graph nodes may run in worker threads
     try:
         yield SqliteSaver(conn)
+    except sqlite3.DatabaseError as exc:  # a damaged or foreign file: say so, never overwrite it
+        raise CausalRAGError(
+            f"The checkpoint database {path} cannot be read ({exc}): move it away to start a new one, or run without --thread."
+        ) from exc
     finally:
         conn.close()
 

@@ -1,5 +1,6 @@
 """A graph interrupted after one node resumes to the same final answer as an uninterrupted run."""
 
+import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from causalrag.checkpoints import sqlite_checkpointer, thread_config, thread_method
@@ -35,3 +36,15 @@ def test_sqlite_checkpoints_persist_across_connections(memory_store, tmp_path):
         assert graph.invoke(None, thread_config("t-2"))["answer"] == "Rome"
         steps = list(graph.get_state_history(thread_config("t-2")))
     assert [s.next for s in steps][:2] == [(), ("answer",)]
+
+
+def test_a_damaged_checkpoint_database_is_one_sentence_and_kept(tmp_path):
+    from causalrag.checkpoints import sqlite_checkpointer, thread_method
+    from causalrag.errors import CausalRAGError
+
+    path = tmp_path / "checkpoints.sqlite"
+    path.write_bytes(b"this is not sqlite " * 100)
+    with pytest.raises(CausalRAGError, match="cannot be read .*move it away"):
+        with sqlite_checkpointer(path) as saver:
+            thread_method(saver, "t1")
+    assert path.read_bytes().startswith(b"this is not sqlite")

@@ -160,6 +160,8 @@ def merge_runs(folders: Sequence[Path], out: Path) -> None:
     must not disagree; methods and K values are the union, and a result found in two runs is an error.
     """
     out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise CausalRAGError(f"--out {out} is a file: pass a folder for the merged run (it is made when missing).")
     if any(Path(f).resolve() == out.resolve() for f in folders):
         raise CausalRAGError(f"--out {out} is one of the runs being merged: pass a new folder.")
     configs = [_read_config(f) for f in folders if (Path(f) / CONFIG).exists()]
