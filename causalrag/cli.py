@@ -43,7 +43,8 @@ def _context(method: str, collection: str, model: str | None, params: list[str],
     from causalrag.tools.llm import load_llm
 
     fixed = {k: v for k, v in fixed.items() if v is not None}
-    ctx = make_context(method, collection=collection, **fixed, **parse_params(method, params))
+    # -p may name what an option names too: -p collection=x beats the default, an explicit --k beats -p k=...
+    ctx = make_context(method, **{"collection": collection, **parse_params(method, params), **fixed})
     if model or backend:
         ctx.llm = load_llm(model or settings().model, backend=backend)
     return ctx
@@ -363,6 +364,8 @@ def _method_params(methods: list[str], raw: list[str], *, cpu: bool = False) -> 
     params: dict[str, dict[str, Any]] = {m: dict(chosen[m].cpu_params) if cpu else {} for m in methods}
     for item in raw:
         owner, dot, assignment = item.partition("=")[0].partition(".")
+        if (assignment if dot else owner).strip() in ("ids", "collection"):
+            raise CausalRAGError(f"-p {item!r} is set by eval itself (each question's pool, or --collection): drop it.")
         if dot:
             if owner not in chosen:
                 raise CausalRAGError(f"-p {item!r} is for method {owner!r}, which is not in --methods: add it there or drop the parameter.")

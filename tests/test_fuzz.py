@@ -273,6 +273,7 @@ CLI_CASES = {
     "report missing": ["report", "/no/such/[/run]"],
     "draw bad suffix": ["draw", "no_rag", "--out", "graph.[/bold]"],
     "history unknown": ["history", "--thread", "[/none]"],
+    "-p and its option": ["ask", "capital of country 3?", "--k", "2", "-p", "k=3", "-p", "collection=hostile"],
 }
 
 
@@ -282,7 +283,7 @@ def test_cli_bad_input_is_one_sentence(case, cli_store):
     if args[0] == "ask" and "-c" not in args:
         args = [*args, "-c", "hostile"]
     result = cli(*args)
-    if case in ("surrogate bytes", "markup question", "k huge"):
+    if case in ("surrogate bytes", "markup question", "k huge", "-p and its option"):
         assert result.exit_code == 0, result.output
     else:
         assert result.exit_code != 0

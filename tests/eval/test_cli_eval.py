@@ -107,6 +107,8 @@ def test_per_method_parameters_and_cpu_sizes(tmp_path, fakes):
         (["-p", "k=0"], "at least 1"),
         (["-p", "standard_rag.k=many"], "a whole number"),
         (["-p", "retrieval=nosuch"], "one of dense, bm25, hybrid"),
+        (["-p", "ids=a,b"], "is set by eval itself"),
+        (["-p", "standard_rag.collection=x"], "is set by eval itself"),
     ],
 )
 def test_bad_parameters_stop_before_any_work_and_leave_no_config(params, message, tmp_path, fakes):
