@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from langchain_core.documents import Document
 
+from causalrag.prompts.common import inert
 from causalrag.text import between, clean_answer, one_line, parse_float
 
 EXTERNAL, INTERNAL = "ext", "int"
@@ -36,12 +37,9 @@ ABSTAIN = "I don't know"
 BLOCK_STOP = ("\n\n", "\nQuestion:", "\nPassages:")
 LINE_STOP = ("\n",)
 
-_FORGEABLE = str.maketrans({"[": "(", "]": ")", "<": "(", ">": ")"})
-
-
 def passage_text(text: str) -> str:
-    """A passage (or a model-written claim) as inert data: one line, no brackets or markers."""
-    return one_line(text).translate(_FORGEABLE)
+    """A passage (or a model-written claim) as inert data: one line, no labels, brackets or markers."""
+    return inert(text)
 
 
 def label_of(doc: Document) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from langchain_core.documents import Document
 
-from causalrag.prompts.common import EXAMPLES, format_passages
+from causalrag.prompts.common import EXAMPLES, format_passages, inert
 from causalrag.text import clean_answer, one_line
 
 ANSWER_STOP = ("\n\n", "\nQuestion:", "\nPassages:")
@@ -34,7 +34,7 @@ def context_block(documents: Sequence[Document], inferences: Sequence[str]) -> s
     """E^(L): the source evidence as numbered passages, then the inferential evidence as facts."""
     block = f"Passages:\n{format_passages(documents)}" if documents else "Passages:\n(none)"
     if inferences:
-        block += "\nKnown facts:\n" + "\n".join(f"- {one_line(f)}" for f in inferences)
+        block += "\nKnown facts:\n" + "\n".join(f"- {inert(f)}" for f in inferences)
     return block
 
 
