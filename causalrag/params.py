@@ -69,7 +69,12 @@ def describe(kind: Any) -> str:
     return (text or "a value") + (" (or none)" if nullable else "")
 
 
-def _range_problem(name: str, value: float) -> str | None:
+def _problem(name: str, value: Any) -> str | None:
+    """What a value of the right type must be instead, when its range or form is wrong."""
+    if name == "collection" and not COLLECTION_NAME.fullmatch(value):
+        return "3-512 letters, digits, dots, dashes or underscores, starting and ending with a letter or digit"
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
     if not math.isfinite(value):
         return "a finite number"
     if name in AT_LEAST_ONE and value < 1:
@@ -92,16 +97,11 @@ def check_value(method: str, name: str, kind: Any, value: Any) -> Any:
     base, nullable = _optional(kind)
     if value is None and nullable:
         return value
-    ok = _fits(base, value)
-    if ok and isinstance(value, (int, float)) and not isinstance(value, bool):
-        if problem := _range_problem(name, value):
-            raise InvalidParameterError(method, name, value, problem)
-        return float(value) if base is float else value
-    if ok and name == "collection" and not COLLECTION_NAME.fullmatch(value):
-        raise InvalidParameterError(method, name, value, "3-512 letters, digits, dots, dashes or underscores, starting and ending with a letter or digit")
-    if not ok:
+    if not _fits(base, value):
         raise InvalidParameterError(method, name, value, describe(kind))
-    return value
+    if problem := _problem(name, value):
+        raise InvalidParameterError(method, name, value, problem)
+    return float(value) if base is float else value
 
 
 def _fits(base: Any, value: Any) -> bool:
