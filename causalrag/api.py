@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from causalrag.config import DEMO_COLLECTION
-from causalrag.budget import check_question
+from causalrag.budget import check_question, question_may_overflow
 from causalrag.graphs.registry import Method, build_graph, get_method, make_context, methods
 from causalrag.nodes.common import llm_of, question_of
 from causalrag.text import readable
@@ -45,7 +45,8 @@ def answer(
     """
     question = question_of({"question": readable(question.decode("utf-8", "replace") if isinstance(question, bytes) else question or "")})
     ctx = make_context(method, collection=collection, **params)
-    check_question(llm_of(ctx), question)
+    if question_may_overflow(question):
+        check_question(llm_of(ctx), question)
     return build_graph(method).invoke({"question": question}, context=ctx)
 
 

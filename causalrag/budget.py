@@ -59,6 +59,16 @@ def _fits(llm, prompt: str, limit: int) -> bool:
     return count_tokens(llm, [prompt])[0] <= limit
 
 
+SURELY_FITS = 1024
+"""Estimated tokens (the estimate errs long) under which a question fits any model we run, so
+:func:`question_may_overflow` lets callers skip loading a model just to count it."""
+
+
+def question_may_overflow(question: str) -> bool:
+    """Whether ``question`` is long enough that :func:`check_question` must count it with the model's tokenizer."""
+    return estimate_tokens([question])[0] >= SURELY_FITS
+
+
 def check_question(llm, question: str, *, reserve: int = PROMPT_ROOM) -> None:
     """Raise :class:`QuestionTooLongError` when ``question`` alone leaves no room for a method's prompt and reply."""
     window = getattr(llm, "context_window", None)

@@ -201,7 +201,7 @@ def ask(
     """Answer a question with a method."""
     from contextlib import nullcontext
 
-    from causalrag.budget import check_question
+    from causalrag.budget import check_question, question_may_overflow
     from causalrag.checkpoints import sqlite_checkpointer, thread_config, thread_method
     from causalrag.nodes.common import llm_of, question_of
     from causalrag.text import readable
@@ -216,7 +216,7 @@ def ask(
             question = None
         method = method or "standard_rag"
         ctx = _context(method, collection, model, param, backend, k=k, retrieval=retrieval)
-        if question is not None:
+        if question is not None and question_may_overflow(question):
             check_question(llm_of(ctx), question)  # before any retrieval: one sentence, not an overflow deep in a backend
         config = thread_config(thread, method) if thread else None
         state = run_graph(method, question, ctx, stream=stream and not as_json, checkpointer=saver, config=config)

@@ -3,7 +3,7 @@
 import pytest
 from langchain_core.documents import Document
 
-from causalrag.budget import SAFETY, Fitted, check_question, fit_passages
+from causalrag.budget import SAFETY, Fitted, check_question, fit_passages, question_may_overflow
 from causalrag.errors import QuestionTooLongError
 from tests.fakes import FakeLLM
 
@@ -46,6 +46,11 @@ def test_a_question_that_cannot_fit_is_one_sentence():
         check_question(FakeLLM(context_window=2000), "why " * 2000)
     assert "2,000 tokens" in str(caught.value) and "\n" not in str(caught.value)
     check_question(FakeLLM(context_window=2000), "why " * 100)
+
+
+def test_only_a_long_question_needs_the_model_to_count_it():
+    assert not question_may_overflow("Who wrote Pride and Prejudice? " * 20)
+    assert question_may_overflow("why " * 1000)
 
 
 def test_a_model_without_a_window_is_not_fitted():
