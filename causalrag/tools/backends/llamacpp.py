@@ -4,20 +4,27 @@ The GGUF is loaded as it is (no de-quantization, no cached float32 copy). We dri
 low-level API through ``llama-cpp-python`` because the high-level ``Llama`` class decodes one
 sequence at a time and computes logits either for the last token or for every token:
 
+* **one cache of many sequences** — ``n_seq`` sequences share one unified KV cache. Every prompt
+  or scoring row runs on its own sequence, which keeps its tokens afterwards as a cache entry; a
+  new row starts from the longest prefix any cached sequence holds (the few-shot header, the
+  question, an earlier call's prompt: a copy tags cache cells, it moves no data), and the least
+  recently used sequences are reused first. When the cache is full, idle entries are dropped;
+* **shared prefixes decoded once** — tokens that several rows of a call have at the same place
+  after the same prefix become one cell tagged with all their sequences, so a header shared by 8
+  prompts, or a head shared by 50 scored continuations, is decoded once in the same ``llama_decode``
+  call as the parts that differ;
 * **batched generation** — up to ``parallel`` rows (prompts × samples) decode together, one token
-  per row per ``llama_decode`` call, each row a sequence of one unified KV cache;
-* **prefix cache** — sequence 0 keeps the last prompt's KV cache; a new prompt (or scoring prefix)
-  decodes only the tokens after the longest prefix it shares with it, and the other rows of a batch
-  copy the shared part from sequence 0 (a copy tags cache cells, it moves no data);
-* **scoring** — ``logprob`` decodes a prefix once, copies it to up to ``n_seq - 1`` sequences and
-  runs each continuation against it, asking llama.cpp for logits only at the positions scored
-  (never ``logits_all``: the bundled model's vocabulary has 262k entries, 1 MB of logits a token);
-  ``yes_probability`` reads the next-token logits after each prompt.
+  per row per ``llama_decode`` call;
+* **scoring** — ``logprob`` / ``choose`` run each continuation as a parallel sequence after its
+  (shared) head, asking llama.cpp for logits only at the positions scored (never ``logits_all``:
+  the bundled model's vocabulary has 262k entries, 1 MB of logits a token); ``yes_probability``
+  reads the next-token logits after each prompt, all prompts in one batch.
 
 llama.cpp's kernels are not batch-invariant: the same tokens decoded in batches of other sizes
-(a cached prefix, more continuations) move token log-probs by up to ~0.06 nats (measured), and the
-quantized arithmetic differs from transformers' de-quantized float32 by up to ~0.15 nats a token,
-enough to flip a near-tie in a greedy answer now and then.
+(a cached prefix, more continuations) move a token's log-prob by up to ~0.5 nats, and the quantized
+arithmetic differs from transformers' de-quantized float32 by 0.065 nats a token on average (max 0.7;
+measured on 24 passages × ~100 tokens, scored twice), enough to flip a near-tie in a greedy answer
+now and then. Seeded sampling empties the cache first, so a seed gives the same text every time.
 
 Sampling happens in numpy on the copied logits (greedy, or pure temperature sampling with
 ``top_p = 1`` and no top-k, as the transformers backend does), seeded by ``seed``.
@@ -29,6 +36,7 @@ import ctypes
 import logging
 import os
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -39,8 +47,8 @@ from causalrag.tools.backends.base import NO_WORDS, YES_WORDS, Judge, Reduce, bu
 from causalrag.tools.coalesce import Coalescer
 from causalrag.tools.usage import Usage, record
 
-Entry = tuple[int, int, int, bool]
-"""One token of a ``llama_decode`` batch: (token id, position, sequence id, wants logits)."""
+Entry = tuple[int, int, Sequence[int], bool]
+"""One token of a ``llama_decode`` batch: (token id, position, the sequences its cell serves, wants logits)."""
 
 
 log = logging.getLogger(__name__)
@@ -80,18 +88,23 @@ def gguf_file(spec: str | None) -> Path:
 
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
+    """Length of the longest common prefix (slice comparisons run in C; a binary search finds the end)."""
+    lo, hi = 0, min(len(a), len(b))
+    if a[:hi] == b[:hi]:
+        return hi
+    while hi - lo > 1:  # a[:lo] == b[:lo] and a[:hi] != b[:hi]
+        mid = (lo + hi) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
-def log_softmax_at(logits: np.ndarray, index: int | Sequence[int]) -> np.ndarray:
-    """log p(index) under ``softmax(logits)``, without materialising the whole distribution twice."""
+def log_normalizer(logits: np.ndarray) -> float:
+    """log Σ exp(logits): subtracted from a logit it gives that token's log-probability (float32 exps, float64 sum)."""
     top = float(logits.max())
-    return logits[index] - (top + np.log(np.exp(logits - top, dtype=np.float64).sum()))
+    return top + float(np.log(np.exp(logits - top).sum(dtype=np.float64)))
 
 
 _callback = None  # the C callback must outlive every model
@@ -107,10 +120,10 @@ def _ggml_log_callback(llama_cpp):
 class LlamaCppLLM(Judge):
     """A GGUF model run by llama.cpp behind the :class:`~causalrag.tools.backends.base.LLM` interface.
 
-    ``n_ctx`` is the unified KV cache shared by all sequences of a batch (rows are grouped so a
-    batch fits), ``parallel`` the rows generated together, ``n_seq`` the sequences of the cache
-    (sequence 0 is the prefix cache; scoring runs up to ``n_seq - 1`` continuations at a time),
-    ``max_outputs`` the logit rows one decode call may return (bounds memory: 1 MB each here).
+    ``n_ctx`` is the unified KV cache shared by all sequences (rows are grouped so a round fits),
+    ``n_seq`` the sequences of the cache (a round uses at most half of them, so the rest can serve as
+    cached prefixes), ``parallel`` the rows generated together, ``max_outputs`` the logit rows one
+    decode call may return (bounds memory: 1 MB each here).
     """
 
     def __init__(
@@ -120,7 +133,7 @@ class LlamaCppLLM(Judge):
         n_ctx: int = 8192,
         n_threads: int | None = None,
         parallel: int = 8,
-        n_seq: int = 16,
+        n_seq: int = 32,
         n_batch: int = 512,
         max_outputs: int = 64,
     ) -> None:
@@ -143,13 +156,15 @@ class LlamaCppLLM(Judge):
         params = llama_cpp.llama_context_default_params()
         params.n_ctx, params.n_batch, params.n_ubatch = n_ctx, n_batch, n_batch
         params.n_seq_max, params.kv_unified = n_seq, True  # one cache: sequences share prefix cells
+        params.n_outputs_max = params.n_outputs_max_per_seq = max_outputs  # logits buffer: max_outputs rows, not n_batch
         params.swa_full = True  # sliding-window layers keep every cell, so a cached prefix can be truncated
         params.n_threads = params.n_threads_batch = self.n_threads
         params.no_perf = True
         self._ctx = _internals.LlamaContext(model=self._model, params=params, verbose=False)
         self._memory = llama_cpp.llama_get_memory(self._ctx.ctx)
-        self._batch = _internals.LlamaBatch(n_tokens=n_batch, embd=0, n_seq_max=1, verbose=False)
-        self.n_ctx, self.n_batch, self.n_seq, self.parallel, self.max_outputs = n_ctx, n_batch, n_seq, parallel, max_outputs
+        self._batch = _internals.LlamaBatch(n_tokens=n_batch, embd=0, n_seq_max=n_seq, verbose=False)  # a cell may serve every sequence
+        self.n_ctx, self.n_batch, self.n_seq, self.max_outputs = n_ctx, n_batch, n_seq, max_outputs
+        self.parallel = max(1, min(parallel, n_seq // 2))  # half the sequences stay free for the cache
         self.n_vocab = self._model.n_vocab()
         self.name = path.stem if model is None else str(model)
         self.path = path
@@ -159,7 +174,9 @@ class LlamaCppLLM(Judge):
         self.usage = Usage()
         self._lock = threading.RLock()  # one context, many graph threads
         self._coalesced = Coalescer(self._generate_batched)
-        self._cached: list[int] = []  # tokens held by sequence 0
+        self._held: list[list[int]] = [[] for _ in range(n_seq)]  # tokens each sequence's cells hold
+        self._used = [0] * n_seq  # when each sequence last served a call (least recently used is reused first)
+        self._clock = 0
         self._piece_buffer = ctypes.create_string_buffer(256)
         self._yes_ids = self._single_token_ids(YES_WORDS)
         self._no_ids = self._single_token_ids(NO_WORDS)
@@ -207,29 +224,33 @@ class LlamaCppLLM(Judge):
         return sorted({i[0] for i in ids if len(i) == 1})
 
     # ---- the llama.cpp batch
-    def _decode(self, entries: Sequence[Entry], use: Callable[[int, np.ndarray], None] | None = None) -> None:
+    def _decode(self, entries: Sequence[Entry], use: Callable[[int, np.ndarray], None] | None = None, *, keep: Sequence[int] = ()) -> None:
         """Decode ``entries`` in order, in calls of at most ``n_batch`` tokens and ``max_outputs`` logit rows.
 
         ``use(k, logits)`` receives the logits of every entry ``k`` that wants them; the array is
         a view into llama.cpp's buffer, valid only until the next decode: copy what you keep.
+        When the cache has no room, every cached sequence outside ``keep`` is dropped and the call retried once.
         """
         lib, batch = self._lib, self._batch.batch
         start = 0
         while start < len(entries):
             n = outputs = 0
             while start + n < len(entries) and n < self.n_batch:
-                token, pos, seq, want = entries[start + n]
+                token, pos, seqs, want = entries[start + n]
                 if want and outputs == self.max_outputs:
                     break
-                batch.token[n], batch.pos[n], batch.n_seq_id[n], batch.logits[n] = token, pos, 1, want
-                batch.seq_id[n][0] = seq
+                batch.token[n], batch.pos[n], batch.n_seq_id[n], batch.logits[n] = token, pos, len(seqs), want
+                for j, s in enumerate(seqs):
+                    batch.seq_id[n][j] = s
                 outputs += want
                 n += 1
             batch.n_tokens = n
             code = lib.llama_decode(self._ctx.ctx, batch)
+            if code == 1 and self._evict(keep):
+                code = lib.llama_decode(self._ctx.ctx, batch)
             if code != 0:
-                self._forget()
-                raise RuntimeError(f"llama.cpp could not decode a batch (code {code}): the {self.n_ctx}-token context is full.")
+                reason = f"the {self.n_ctx}-token context is full" if code == 1 else "see the llama.cpp log lines"
+                raise RuntimeError(f"llama.cpp could not decode a batch (code {code}): {reason}.")
             record(self.usage, Usage(forward_passes=1))
             if use is not None:
                 for i in range(n):
@@ -241,38 +262,106 @@ class LlamaCppLLM(Judge):
     def _forget(self) -> None:
         """Drop every sequence (after an error the cache content is unknown)."""
         self._lib.llama_memory_clear(self._memory, True)
-        self._cached = []
+        self._held = [[] for _ in range(self.n_seq)]
 
-    def _drop(self, seqs: Sequence[int]) -> None:
-        for s in seqs:
+    def _evict(self, keep: Sequence[int]) -> bool:
+        """Drop the cached sequences outside ``keep`` to make room; False when there was none to drop."""
+        dropped = [s for s in range(self.n_seq) if s not in keep and self._held[s]]
+        for s in dropped:
             self._lib.llama_memory_seq_rm(self._memory, s, -1, -1)
+            self._held[s] = []
+        return bool(dropped)
 
-    def _prefill(self, tokens: list[int]) -> np.ndarray:
-        """Bring sequence 0 to ``tokens``, reusing the longest cached prefix; return the last position's logits."""
-        keep = min(common_prefix(self._cached, tokens), len(tokens) - 1)
-        if not self._lib.llama_memory_seq_rm(self._memory, 0, keep, -1):
-            self._lib.llama_memory_seq_rm(self._memory, 0, -1, -1)
-            keep = 0
-        self._cached = tokens[:keep]
-        last: list[np.ndarray] = []
-        self._decode([(t, p, 0, p == len(tokens) - 1) for p, t in enumerate(tokens) if p >= keep], lambda k, v: last.append(v.copy()))
-        self._cached = list(tokens)
-        return last[0]
+    def _assign(self, rows: Sequence[list[int]], firsts: Sequence[int]) -> tuple[list[int], list[int]]:
+        """A sequence per row, holding the longest prefix of its tokens that any cached sequence had.
 
-    def _rounds(self, items: Sequence[int], cells: Callable[[int], int], *, rows: int, reserved: int) -> Iterator[list[int]]:
-        """Group items into rounds of at most ``rows`` whose KV cells fit beside ``reserved`` cached ones."""
-        budget = self.n_ctx - reserved - 16
+        Returns each row's sequence and how many of its tokens it already holds (never past
+        ``firsts[r]``, the first position whose logits the row needs). A row takes over its source
+        when no other row reads it; the others take the least recently used sequences.
+        """
+        lib, memory = self._lib, self._memory
+        best = []
+        for tokens, first in zip(rows, firsts):
+            shared = [min(common_prefix(held, tokens), first) for held in self._held]
+            source = max(range(self.n_seq), key=shared.__getitem__)
+            best.append((source, shared[source]))
+        readers = Counter(s for s, n in best if n)
+        sources = set(readers)
+        seqs: list[int | None] = [None] * len(rows)
+        for r, (source, n) in enumerate(best):
+            if n and readers[source] == 1:
+                seqs[r] = source
+                lib.llama_memory_seq_rm(memory, source, n, -1)
+        free = sorted((s for s in range(self.n_seq) if s not in sources), key=self._used.__getitem__)
+        for r, (source, n) in enumerate(best):
+            if seqs[r] is None:
+                seqs[r] = target = free.pop(0)
+                lib.llama_memory_seq_rm(memory, target, -1, -1)
+                if n:
+                    lib.llama_memory_seq_cp(memory, source, target, 0, n)
+        self._clock += 1
+        for s in set(seqs) | sources:
+            self._used[s] = self._clock
+        for r, s in enumerate(seqs):
+            self._held[s] = list(rows[r])
+        return seqs, [n for _, n in best]
+
+    def _fill(
+        self, rows: Sequence[list[int]], wants: Sequence[Sequence[int]], use: Callable[[np.ndarray, list[tuple[int, int]]], None], *, reuse: bool = True
+    ) -> list[int]:
+        """Bring one sequence per row to hold the row's tokens; ``use(logits, [(row, position), ...])`` once
+        per decoded position that rows want the logits of (rows with the same tokens share one).
+
+        Rows share work twice: a row starts from the longest prefix held by any cached sequence
+        (the few-shot header, the question, an earlier call's prompt), and tokens that several rows
+        have at the same place after the same prefix are decoded once, as one cell tagged with all
+        their sequences. Returns the rows' sequence ids. ``reuse=False`` empties the cache first: llama.cpp's
+        kernels are not batch-invariant (nor is the order of cells in the cache), so only then do the
+        same rows give the very same logits every time.
+        """
+        if not reuse:
+            self._forget()
+        seqs, starts = self._assign(rows, [min(w, default=len(t) - 1) for t, w in zip(rows, wants)])
+        nodes: dict[tuple[int, int], int] = {}
+        entries: list[list] = []  # [token, position, sequences, wants logits]
+        readers: dict[int, list[tuple[int, int]]] = {}
+        for r, tokens in enumerate(rows):
+            parent, wanted = -1, set(wants[r])
+            for p, token in enumerate(tokens):
+                k = nodes.get((parent, token))
+                if k is None:
+                    k = nodes[(parent, token)] = len(entries)
+                    entries.append([token, p, [], False])
+                if p >= starts[r]:
+                    entries[k][2].append(seqs[r])
+                    if p in wanted:
+                        entries[k][3] = True
+                        readers.setdefault(k, []).append((r, p))
+                parent = k
+        order = sorted((k for k, e in enumerate(entries) if e[2]), key=lambda k: entries[k][1])
+        batch = [tuple(entries[k]) for k in order]
+
+        self._decode(batch, lambda i, logits: use(logits, readers[order[i]]), keep=seqs)
+        return seqs
+
+    def _rounds(self, items: Sequence[int], tokens: Callable[[int], list[int]], *, rows: int, extra: int = 0) -> Iterator[list[int]]:
+        """Group items (in lexicographic order of their tokens, so shared prefixes sit together) into
+        rounds of at most ``rows`` whose new KV cells (tokens past the previous item's common prefix,
+        plus ``extra`` each) fit the context."""
+        budget = self.n_ctx - 16
         group: list[int] = []
-        used = 0
-        for i in items:
-            need = cells(i)
+        used, previous = 0, []
+        for i in sorted(items, key=tokens):
+            need = len(tokens(i)) + extra
             if need > budget:
                 raise ValueError(f"A prompt of {need} tokens does not fit the {self.n_ctx}-token llama.cpp context: pass a larger n_ctx.")
+            need -= common_prefix(previous, tokens(i)) if group else 0
             if group and (len(group) == rows or used + need > budget):
                 yield group
-                group, used = [], 0
+                group, used, need = [], 0, len(tokens(i)) + extra
             group.append(i)
             used += need
+            previous = tokens(i)
         if group:
             yield group
 
@@ -286,34 +375,39 @@ class LlamaCppLLM(Judge):
         return int(rng.choice(len(p), p=p / p.sum()))
 
     def _decode_rows(
-        self, prompts: list[list[int]], *, max_new_tokens: int, temperature: float, rng: np.random.Generator, stop: Sequence[str] | None
+        self,
+        prompts: list[list[int]],
+        *,
+        max_new_tokens: int,
+        temperature: float,
+        rng: np.random.Generator,
+        stop: Sequence[str] | None,
+        reuse: bool = True,
     ) -> Iterator[tuple[int, str]]:
-        """Decode one round of rows together; yield ``(row, text so far)`` after each new token.
+        """Decode one round of rows together, one sequence each; yield ``(row, text so far)`` after each new token.
 
-        Row ``r`` runs on sequence ``r``; row 0 goes through the prefix cache, and every other row
-        copies the prefix it shares with row 0 before decoding the rest of its prompt.
+        Each step samples every active row's next token from its logits and decodes all of them in
+        one ``llama_decode`` call; the sequences keep prompt + output as cache for later calls.
         """
         lib = self._lib
+        picked = [0] * len(prompts)
+        made = [0] * len(prompts)
+
+        def pick(logits: np.ndarray, readers: list[tuple[int, int]]) -> None:
+            for r, _ in readers:  # rows with the same prompt (samples) draw one token each
+                picked[r] = self._pick(logits, temperature, rng)
+
         with self._lock:
-            logits: list[np.ndarray | None] = [None] * len(prompts)
             try:
-                logits[0] = self._prefill(prompts[0])
-                entries: list[Entry] = []
-                for r, tokens in enumerate(prompts[1:], start=1):
-                    shared = min(common_prefix(prompts[0], tokens), len(tokens) - 1)
-                    if shared:
-                        lib.llama_memory_seq_cp(self._memory, 0, r, 0, shared)
-                    entries += [(t, p, r, p == len(tokens) - 1) for p, t in enumerate(tokens) if p >= shared]
-                self._decode(entries, lambda k, v: logits.__setitem__(entries[k][2], v.copy()))
+                seqs = self._fill(prompts, [[len(p) - 1] for p in prompts], pick, reuse=reuse)
                 raw = [b""] * len(prompts)
-                made = [0] * len(prompts)
-                fed0 = list(prompts[0])  # what sequence 0 will hold afterwards
                 position = [len(p) for p in prompts]
                 active = list(range(len(prompts)))
                 while active:
                     step: list[Entry] = []
+                    stepping: list[int] = []
                     for r in active:
-                        token = self._pick(logits[r], temperature, rng)
+                        token = picked[r]
                         if lib.llama_vocab_is_eog(self._model.vocab, token):
                             continue
                         made[r] += 1
@@ -323,19 +417,17 @@ class LlamaCppLLM(Judge):
                         yield r, cut
                         if len(cut) < len(text) or made[r] >= max_new_tokens:
                             continue
-                        step.append((token, position[r], r, True))
+                        step.append((token, position[r], (seqs[r],), True))
+                        stepping.append(r)
                         position[r] += 1
-                        if r == 0:
-                            fed0.append(token)
-                    active = [e[2] for e in step]
+                        self._held[seqs[r]].append(token)
+                    active = stepping
                     if step:
-                        self._decode(step, lambda k, v: logits.__setitem__(step[k][2], v.copy()))
-                self._cached = fed0
+                        self._decode(step, lambda k, v: pick(v, [(stepping[k], 0)]), keep=seqs)
             except BaseException:
                 self._forget()
                 raise
             finally:
-                self._drop(range(1, len(prompts)))
                 record(self.usage, Usage(prompt_tokens=sum(map(len, prompts)), new_tokens=sum(made)))
 
     def generate(
@@ -361,18 +453,23 @@ class LlamaCppLLM(Judge):
         encoded = [self._prompt_tokens(p) for p in prompts]
         rows = [i for i in range(len(prompts)) for _ in range(samples)]
         rng = np.random.default_rng(seed)
-        outputs: list[list[str]] = [[] for _ in prompts]
+        texts = [""] * len(rows)
         with self._lock:
-            cells = lambda r: len(encoded[rows[r]]) + max_new_tokens  # noqa: E731
-            # row 0 replaces the cached sequence, so only the rows' own cells count
-            for group in self._rounds(range(len(rows)), cells, rows=self.parallel, reserved=0):
-                texts = [""] * len(group)
-                for r, text in self._decode_rows(
-                    [encoded[rows[g]] for g in group], max_new_tokens=max_new_tokens, temperature=temperature, rng=rng, stop=stop
-                ):
-                    texts[r] = text
-                for g, text in zip(group, texts):
-                    outputs[rows[g]].append(text)
+            rounds = self._rounds(range(len(rows)), lambda r: encoded[rows[r]], rows=self.parallel, extra=max_new_tokens)
+            for group in rounds:
+                decoded = self._decode_rows(
+                    [encoded[rows[g]] for g in group],
+                    max_new_tokens=max_new_tokens,
+                    temperature=temperature,
+                    rng=rng,
+                    stop=stop,
+                    reuse=seed is None,  # seeded sampling must give the same text every time
+                )
+                for r, text in decoded:
+                    texts[group[r]] = text
+        outputs: list[list[str]] = [[] for _ in prompts]
+        for r, text in zip(rows, texts):
+            outputs[r].append(text)
         record(self.usage, Usage(calls=len(prompts) * n))
         return [o * n if samples == 1 else o for o in outputs]
 
@@ -395,40 +492,26 @@ class LlamaCppLLM(Judge):
     def _score_tokens(self, heads: list[list[int]], conts: list[list[int]]) -> list[list[float]]:
         """Per-token log p(continuation token | head, earlier tokens) for token lists.
 
-        Each distinct head is decoded once on sequence 0 (reusing whatever it shares with the
-        previous one); its continuations then run ``n_seq - 1`` at a time on copies of it.
+        Every (head, continuation) pair is one row of :meth:`_fill`: a head shared by several rows
+        (and whatever prefix of it the cache holds) is decoded once, the continuations run as
+        parallel sequences, and logits are computed only at the scored positions.
         """
-        groups: dict[tuple[int, ...], list[int]] = {}
-        for i, h in enumerate(heads):
-            groups.setdefault(tuple(h), []).append(i)
-        result: list[list[float]] = [[] for _ in conts]
+        result: list[list[float]] = [[0.0] * len(c) for c in conts]
+        rows = {i: heads[i] + conts[i] for i in range(len(conts)) if conts[i]}
         with self._lock:
-            for key, members in groups.items():
-                head = list(key)
-                members = [i for i in members if conts[i]]
-                if not members:
-                    continue
-                first = self._prefill(head)
-                for i, lp in zip(members, log_softmax_at(first, [conts[i][0] for i in members])):
-                    result[i] = [float(lp)]
-                cells = lambda i: len(conts[i])  # noqa: E731
-                for group in self._rounds(members, cells, rows=self.n_seq - 1, reserved=len(head)):
-                    entries: list[Entry] = []
-                    targets: list[tuple[int, int]] = []
-                    for s, i in enumerate(group, start=1):
-                        self._lib.llama_memory_seq_cp(self._memory, 0, s, -1, -1)
-                        for j, token in enumerate(conts[i][:-1]):
-                            entries.append((token, len(head) + j, s, True))
-                            targets.append((i, conts[i][j + 1]))
+            for group in self._rounds(list(rows), rows.__getitem__, rows=max(1, self.n_seq // 2)):
 
-                    def score(k: int, logits: np.ndarray) -> None:
-                        i, target = targets[k]
-                        result[i].append(float(log_softmax_at(logits, target)))
+                def score(logits: np.ndarray, readers: list[tuple[int, int]]) -> None:
+                    norm = log_normalizer(logits)
+                    for r, p in readers:
+                        i = group[r]
+                        result[i][p - len(heads[i]) + 1] = float(logits[rows[i][p + 1]]) - norm
 
-                    try:
-                        self._decode(entries, score)
-                    finally:
-                        self._drop(range(1, len(group) + 1))
+                try:
+                    self._fill([rows[i] for i in group], [range(len(heads[i]) - 1, len(rows[i]) - 1) for i in group], score)
+                except BaseException:
+                    self._forget()
+                    raise
         record(self.usage, Usage(prompt_tokens=sum(map(len, conts))))
         return result
 
@@ -459,14 +542,23 @@ class LlamaCppLLM(Judge):
         return reduce_logprobs(self.token_logprobs(prefixes, continuations), reduce)
 
     def yes_probability(self, prompts: Sequence[str]) -> list[float]:
-        """P(yes) / (P(yes) + P(no)) for the next token after each (chat-formatted) prompt."""
-        probs: list[float] = []
+        """P(yes) / (P(yes) + P(no)) for the next token after each (chat-formatted) prompt, all prompts in one batch."""
+        encoded = [self._prompt_tokens(p) for p in prompts]
+        probs = [0.5] * len(encoded)
+
+        def share(logits: np.ndarray, readers: list[tuple[int, int]]) -> None:
+            norm = log_normalizer(logits)
+            yes = np.exp(logits[self._yes_ids] - norm).sum()
+            no = np.exp(logits[self._no_ids] - norm).sum()
+            for r, _ in readers:
+                probs[group[r]] = float(yes / max(yes + no, 1e-12))
+
         with self._lock:
-            for prompt in prompts:
-                tokens = self._prompt_tokens(prompt)
-                logits = self._prefill(tokens)
-                yes = np.exp(log_softmax_at(logits, self._yes_ids)).sum()
-                no = np.exp(log_softmax_at(logits, self._no_ids)).sum()
-                probs.append(float(yes / max(yes + no, 1e-12)))
-                record(self.usage, Usage(calls=1, prompt_tokens=len(tokens)))
+            for group in self._rounds(range(len(encoded)), encoded.__getitem__, rows=max(1, self.n_seq // 2)):
+                try:
+                    self._fill([encoded[i] for i in group], [[len(encoded[i]) - 1] for i in group], share)
+                except BaseException:
+                    self._forget()
+                    raise
+        record(self.usage, Usage(calls=len(encoded), prompt_tokens=sum(map(len, encoded))))
         return probs

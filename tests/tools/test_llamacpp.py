@@ -1,0 +1,69 @@
+"""llama.cpp internals the conformance suite (``test_backends.py``) cannot see: cache reuse and errors."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="llama-cpp-python is not installed"),
+]
+
+HEADER = "Answer the question with a short phrase.\n\nQuestion: Where is the Eiffel Tower?\nAnswer: Paris\n\n"
+
+
+@pytest.fixture(scope="module")
+def llm():
+    from causalrag.tools.backends.llamacpp import LlamaCppLLM
+
+    return LlamaCppLLM(n_ctx=2048)
+
+
+def decoded_tokens(llm, monkeypatch) -> list[int]:
+    """Counts the tokens each ``llama_decode`` round receives."""
+    counts: list[int] = []
+    decode = llm._decode
+
+    def counting(entries, *args, **kwargs):
+        counts.append(len(entries))
+        return decode(entries, *args, **kwargs)
+
+    monkeypatch.setattr(llm, "_decode", counting)
+    return counts
+
+
+def test_a_shared_header_is_decoded_once_within_and_across_calls(llm, monkeypatch):
+    prompts = [f"{HEADER}Question: {q}\nAnswer:" for q in ("Who wrote Hamlet?", "What is 2 + 2?", "Where is Rome?")]
+    header = len(llm._prompt_tokens(HEADER))
+    lengths = [len(llm._prompt_tokens(p)) for p in prompts]
+    counts = decoded_tokens(llm, monkeypatch)
+    llm.generate(prompts, max_new_tokens=1)
+    assert counts[0] <= sum(lengths) - 2 * (header - 2)  # the header's cells serve all three rows
+    counts.clear()
+    llm.generate([f"{HEADER}Question: Who painted the Mona Lisa?\nAnswer:"], max_new_tokens=1)
+    assert counts[0] < 20  # only the new question: the header comes from the cache
+
+
+def test_scoring_decodes_a_head_once_for_all_its_continuations(llm, monkeypatch):
+    head = f"{HEADER}Question: Where is the Louvre?\nAnswer:"
+    options = [" Paris", " Rome", " in Paris, France", " London"]
+    alone = [llm.token_logprobs([head], [o])[0] for o in options]
+    llm._forget()
+    counts = decoded_tokens(llm, monkeypatch)
+    together = llm.token_logprobs([head] * len(options), options)
+    assert sum(counts) <= len(llm._tokens(head, start=True)) + sum(len(llm._tokens(o, start=False)) for o in options)
+    assert all(abs(a - b) < 0.5 for x, y in zip(alone, together) for a, b in zip(x, y))
+
+
+def test_a_full_context_is_the_error_you_see_and_the_model_recovers(llm):
+    """llama.cpp's own error surfaces (it once hid behind an UnboundLocalError), and the next call works."""
+    real = llm.n_ctx
+    llm.n_ctx = 100_000  # the planner now believes a huge prompt fits; llama.cpp's decode refuses it
+    try:
+        with pytest.raises(RuntimeError, match="context is full"):
+            llm.generate(["word " * 3000], max_new_tokens=2)
+    finally:
+        llm.n_ctx = real
+    assert llm.generate(["Question: What is the capital of France?\nAnswer:"], max_new_tokens=3, stop=["\n"])[0][0].strip()
