@@ -50,7 +50,7 @@ def test_scoring_decodes_a_head_once_for_all_its_continuations(llm, monkeypatch)
     head = f"{HEADER}Question: Where is the Louvre?\nAnswer:"
     options = [" Paris", " Rome", " in Paris, France", " London"]
     alone = [llm.token_logprobs([head], [o])[0] for o in options]
-    llm._forget()
+    llm.clear_cache()
     counts = decoded_tokens(llm, monkeypatch)
     together = llm.token_logprobs([head] * len(options), options)
     assert sum(counts) <= len(llm._tokens(head, start=True)) + sum(len(llm._tokens(o, start=False)) for o in options)

@@ -259,8 +259,8 @@ class LlamaCppLLM(Judge):
                         use(start + i, np.ctypeslib.as_array(row, shape=(self.n_vocab,)))
             start += n
 
-    def _forget(self) -> None:
-        """Drop every sequence (after an error the cache content is unknown)."""
+    def clear_cache(self) -> None:
+        """Drop every cached sequence (after an error the cache content is unknown; benchmarks start cold)."""
         self._lib.llama_memory_clear(self._memory, True)
         self._held = [[] for _ in range(self.n_seq)]
 
@@ -320,7 +320,7 @@ class LlamaCppLLM(Judge):
         same rows give the very same logits every time.
         """
         if not reuse:
-            self._forget()
+            self.clear_cache()
         seqs, starts = self._assign(rows, [min(w, default=len(t) - 1) for t, w in zip(rows, wants)])
         nodes: dict[tuple[int, int], int] = {}
         entries: list[list] = []  # [token, position, sequences, wants logits]
@@ -425,7 +425,7 @@ class LlamaCppLLM(Judge):
                     if step:
                         self._decode(step, lambda k, v: pick(v, [(stepping[k], 0)]), keep=seqs)
             except BaseException:
-                self._forget()
+                self.clear_cache()
                 raise
             finally:
                 record(self.usage, Usage(prompt_tokens=sum(map(len, prompts)), new_tokens=sum(made)))
@@ -510,7 +510,7 @@ class LlamaCppLLM(Judge):
                 try:
                     self._fill([rows[i] for i in group], [range(len(heads[i]) - 1, len(rows[i]) - 1) for i in group], score)
                 except BaseException:
-                    self._forget()
+                    self.clear_cache()
                     raise
         record(self.usage, Usage(prompt_tokens=sum(map(len, conts))))
         return result
@@ -558,7 +558,7 @@ class LlamaCppLLM(Judge):
                 try:
                     self._fill([encoded[i] for i in group], [[len(encoded[i]) - 1] for i in group], share)
                 except BaseException:
-                    self._forget()
+                    self.clear_cache()
                     raise
         record(self.usage, Usage(calls=len(encoded), prompt_tokens=sum(map(len, encoded))))
         return probs
