@@ -7,7 +7,7 @@ both terms being sums of token log-probabilities of the passage K under the caus
 
 * log p(K | Q): the prefix (see :mod:`causalrag.prompts.cis`) is the same for every candidate
   of one query, so one ``llm.logprob`` call scores all N candidates in batches, the prefix run
-  once and its KV cache shared (``TransformersLLM.token_logprobs``).
+  once and its KV cache shared; the priors the cache lacks ride in the same call.
 * log p(K): query-independent, so it is computed once per (model, passage text) and kept in a
   small SQLite side store ``$CAUSALRAG_HOME/cis_prior.sqlite`` keyed by the model name and the
   SHA-1 of the exact text scored; a later query (or process) reads it back. Missing values are
@@ -114,18 +114,24 @@ class CISScorer:
     def model_name(self) -> str:
         return str(getattr(self.llm, "name", type(self.llm).__name__))
 
-    def priors(self, texts: Sequence[str]) -> list[float]:
-        """log p(K) for each text: from the cache, the missing ones in one batched call (then cached)."""
+    def _cached_priors(self, texts: Sequence[str]) -> tuple[list[str], dict[str, float], dict[str, str]]:
+        """Each text's cache key, the priors the cache knows, and the texts (by key) it lacks."""
         keys = [text_key(t) for t in texts]
         known = self.cache.get(self.model_name, list(dict.fromkeys(keys)))
-        todo = {k: t for k, t in zip(keys, texts) if k not in known}
         self.prior_hits += len(set(keys) & set(known))
+        return keys, known, {k: t for k, t in zip(keys, texts) if k not in known}
+
+    def _store_priors(self, known: dict[str, float], todo: dict[str, str], values: Sequence[float]) -> None:
+        fresh = dict(zip(todo, map(float, values)))
+        self.cache.put(self.model_name, fresh)
+        known.update(fresh)
+        self.prior_computed += len(todo)
+
+    def priors(self, texts: Sequence[str]) -> list[float]:
+        """log p(K) for each text: from the cache, the missing ones in one batched call (then cached)."""
+        keys, known, todo = self._cached_priors(texts)
         if todo:
-            values = self.llm.logprob([PRIOR_PREFIX] * len(todo), list(todo.values()))
-            fresh = dict(zip(todo, map(float, values)))
-            self.cache.put(self.model_name, fresh)
-            known.update(fresh)
-            self.prior_computed += len(todo)
+            self._store_priors(known, todo, self.llm.logprob([PRIOR_PREFIX] * len(todo), list(todo.values())))
         return [known[k] for k in keys]
 
     def precompute(self, docs: Sequence[Document]) -> int:
@@ -142,10 +148,14 @@ class CISScorer:
         return [float(v) for v in self.llm.logprob([prefix] * len(texts), list(texts))]
 
     def score(self, question: str, docs: Sequence[Document]) -> list[CISScore]:
+        """CIS of every candidate: log p(K | Q) and the uncached log p(K) in ONE batched scoring call."""
         texts = [passage_text(d) for d in docs]
-        conditional = self.conditionals(question, texts)
         if not self.use_prior:
-            return [CISScore(c, c, None) for c in conditional]
-        prior = self.priors(texts)
-        return [CISScore(c - p, c, p) for c, p in zip(conditional, prior)]
-
+            return [CISScore(c, c, None) for c in self.conditionals(question, texts)]
+        keys, known, todo = self._cached_priors(texts)
+        prefixes = [query_prefix(question, self.form)] * len(texts) + [PRIOR_PREFIX] * len(todo)
+        values = [float(v) for v in self.llm.logprob(prefixes, texts + list(todo.values()))] if prefixes else []
+        conditional = values[: len(texts)]
+        if todo:
+            self._store_priors(known, todo, values[len(texts) :])
+        return [CISScore(c - known[k], c, known[k]) for c, k in zip(conditional, keys)]

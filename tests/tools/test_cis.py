@@ -44,7 +44,7 @@ def test_candidates_share_one_prefix_and_continuations_start_with_a_space(cache)
     assert prefix.endswith("Question: What is the capital of Australia?\nAnswer:")
     assert all(c.startswith(" ") and not c.startswith("  ") for _, c in llm.scored)
     assert [c for p, c in llm.scored if not p] == [c for _, c in conditional]  # same tokens in both terms
-    assert llm.usage.calls == 4 and llm.usage.forward_passes == 2  # one batched call per term
+    assert llm.usage.calls == 4 and llm.usage.forward_passes == 1  # both terms in one batched call
 
 
 def test_plain_form_uses_the_bare_question(cache):
