@@ -83,7 +83,7 @@ class FakeLLM(Judge):
         return [[truncate_at_stop(self._reply(p), stop) for _ in range(n)] for p in prompts]
 
     def stream(self, prompt: str, *, max_new_tokens: int = 64, stop: Sequence[str] | None = None) -> Iterator[str]:
-        text = self.generate([prompt], stop=stop)[0][0]
+        text = self.generate([prompt], max_new_tokens=max_new_tokens, stop=stop)[0][0]
         yield from re.findall(r"\s*\S+", text) or [text]
 
     def logprob(self, prefixes: Sequence[str], continuations: Sequence[str], *, reduce: str = "sum") -> list[float]:
