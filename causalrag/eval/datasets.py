@@ -9,6 +9,7 @@ Both loaders accept both row styles and the Hugging Face dict-of-lists ``context
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,12 @@ class Example:
     gold_titles: list[str] = field(default_factory=list)
     passages: list[Passage] = field(default_factory=list)
     """The question's own pool (HotpotQA's 10 paragraphs; the demo passages written for it)."""
+    wrong_answers: list[str] = field(default_factory=list)
+    """Wrong answers that planted passages of the pool assert (a swapped twin's substitute, RGB's
+    ``fakeanswer``, the conflict set's ``wrong_answer``): an answer naming one is ``misled``."""
+
+    def with_wrong_answers(self, wrong: list[str]) -> Example:
+        return dataclasses.replace(self, wrong_answers=list(dict.fromkeys([*self.wrong_answers, *wrong])))
 
 
 def _pairs(value, first: str, second: str) -> list[tuple]:

@@ -35,7 +35,8 @@ from causalrag.errors import (
     ServerUnreachableError,
     StoreUnreachableError,
 )
-from causalrag.eval.datasets import Example, load_dataset
+from causalrag.eval.conditions import load_examples
+from causalrag.eval.datasets import Example
 from causalrag.eval.inject import asserted_answers, is_injected, with_distractors
 from causalrag.eval.metrics import answer_scores, containment, ndcg_at_k, recall_at_k
 from causalrag.eval.settings import CachedEmbeddings, Pools, gold_ids
@@ -54,7 +55,8 @@ SETUP_ERRORS = (
 @dataclass
 class EvalConfig:
     dataset: str
-    """``demo``, ``hotpotqa``, ``hotpotqa:PATH`` or ``jsonl:PATH``."""
+    """``demo``, ``hotpotqa``, ``hotpotqa:PATH``, ``jsonl:PATH``, ``conflict`` or ``rgb:PATH``, with a condition
+    after ``?`` (``hotpotqa?swap=1``, ``rgb:PATH?noise=0.4&swapped=2``; :mod:`causalrag.eval.conditions`)."""
     methods: list[str]
     setting: str = "distractor"
     """``distractor`` (each question's own pool) or ``open`` (one collection of every paragraph)."""
@@ -275,7 +277,7 @@ def run_eval(
     results_path = folder / RESULTS
     done = read_results(folder)
     finished = {r["key"] for r in done}
-    dataset = load_dataset(config.dataset)
+    dataset = load_examples(config.dataset)
     examples = dataset[: config.limit] if config.limit else dataset
     if not examples:
         raise CausalRAGError(f"Dataset {config.dataset!r} has no questions.")
@@ -314,7 +316,7 @@ def run_eval(
             try:
                 for original, ex in zip(examples, pooled):
                     gold = gold_ids(original)
-                    asserted = asserted_answers(original, k, donors=dataset, seed=config.seed) if k else []
+                    asserted = [*original.wrong_answers, *(asserted_answers(original, k, donors=dataset, seed=config.seed) if k else [])]
                     for method in config.methods:
                         if (ex.id, method) not in todo:
                             continue
