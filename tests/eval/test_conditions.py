@@ -63,4 +63,5 @@ def test_bundled_conflict_set_marks_its_wrong_answers():
     assert len(examples) >= 40
     for ex in examples:
         assert ex.wrong_answers and ex.passages and ex.gold_titles
-        assert any(containment(f"{p.title} {p.text}", ex.answers) for p in ex.passages)
+        stated = any(containment(f"{p.title} {p.text}", ex.answers) for p in ex.passages)
+        assert stated or ex.answers[0].lower() in ("yes", "no")  # a yes/no is decided by facts, not stated
