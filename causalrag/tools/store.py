@@ -41,6 +41,7 @@ from causalrag.errors import (
 )
 from causalrag.params import COLLECTION_NAME
 from causalrag.text import readable
+from causalrag.tools.lexical import LexicalIndex, SharedIndex
 
 log = logging.getLogger(__name__)
 
@@ -174,11 +175,6 @@ def read_passages(paths: Iterable[str | Path], words: int = 100) -> tuple[list[P
     return passages, report
 
 
-def tokenize(text: str) -> list[str]:
-    """Lower-cased word tokens for BM25."""
-    return re.findall(r"\w+", text.lower())
-
-
 # --------------------------------------------------------------------------- the store
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -281,7 +277,7 @@ class Store:
         self.collection = collection
         self._embeddings = embeddings
         self._vectorstore = None
-        self._bm25: tuple[int, object, list[Passage]] | None = None
+        self._lexical = SharedIndex(self._lexical_folder())
 
     @classmethod
     def in_memory(cls, passages: Sequence[Passage] = (), *, embeddings: Embeddings | None = None) -> Store:
@@ -359,7 +355,7 @@ class Store:
                 metadatas=[{"title": p.title, "source": p.source} for p in batch],
             )
         if new:
-            self._bm25 = None
+            self._lexical.drop()
         return len(new)
 
     @_reported
@@ -403,7 +399,7 @@ class Store:
             collection = self._collection()
             for start in range(0, len(ids), 1000):
                 collection.delete(ids=list(ids[start : start + 1000]))
-            self._bm25 = None
+            self._lexical.drop()
         return len(ids)
 
     # ---- reading
@@ -447,28 +443,33 @@ class Store:
             for i, d, m, dist in zip(res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0])
         ]
 
-    def _bm25_index(self, ids: Sequence[str] | None):
-        from rank_bm25 import BM25Okapi
+    def _lexical_folder(self) -> Path | None:
+        """Where the collection's BM25 index lives, for every process to share: beside a persistent
+        collection, under ``CAUSALRAG_HOME`` for a server's; an in-memory store keeps it in memory."""
+        if self.kind == "memory":
+            return None
+        base = Path(self.where) if self.kind == "persistent" else settings().home / "lexical" / re.sub(r"\W+", "_", self.where)
+        return base / "causalrag-lexical" / self.collection
 
-        if ids is not None:  # a sub-pool (e.g. one question's paragraphs) gets its own statistics
-            docs = self.get(ids)
-            pool = [Passage(d.metadata.get("title", ""), d.page_content, d.metadata.get("source", "")) for d in docs]
-            if not pool:  # BM25Okapi cannot average the length of no documents
-                return None, []
-            return BM25Okapi([tokenize(f"{p.title} {p.text}") for p in pool]), pool
-        count = self.count()
-        if self._bm25 is None or self._bm25[0] != count:
-            pool = self.passages()
-            self._bm25 = (count, BM25Okapi([tokenize(f"{p.title} {p.text}") for p in pool]), pool)
-        return self._bm25[1], self._bm25[2]
+    def _lexical_texts(self) -> tuple[list[str], list[str]]:
+        """Every passage's id and BM25 text (title and text), read from the collection once per index build."""
+        got = self._collection().get(include=["documents", "metadatas"])
+        return got["ids"], [f"{(m or {}).get('title', '')} {d}" for d, m in zip(got["documents"], got["metadatas"])]
 
     def _bm25_search(self, query: str, k: int, ids: Sequence[str] | None) -> list[Document]:
-        index, pool = self._bm25_index(ids)
-        if not pool:
-            return []
-        scores = np.asarray(index.get_scores(tokenize(query)))
-        top = np.argsort(-scores, kind="stable")[:k]
-        return [pool[i].to_document(scores[i]) for i in top]
+        """BM25 over the whole collection (its shared index), or over a sub-pool with the pool's own statistics."""
+        if ids is not None:  # a sub-pool (e.g. one question's paragraphs) is small: indexed on the spot
+            pool = self.get(ids)
+            scores = LexicalIndex.build([d.id for d in pool], [f"{d.metadata.get('title', '')} {d.page_content}" for d in pool]).scores(query)
+            top = np.argsort(-scores, kind="stable")[:k]
+            found = [(pool[i], scores[i]) for i in top]
+        else:
+            index = self._lexical.get(self.count(), self._lexical_texts)
+            scores = index.scores(query)
+            top = np.argsort(-scores, kind="stable")[:k]
+            by_id = {d.id: d for d in self.get([str(index.ids[i]) for i in top])}
+            found = [(by_id[str(index.ids[i])], scores[i]) for i in top if str(index.ids[i]) in by_id]
+        return [Document(id=d.id, page_content=d.page_content, metadata={**d.metadata, "score": float(s)}) for d, s in found]
 
     @_reported
     def retrieve(

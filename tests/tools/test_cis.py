@@ -110,3 +110,27 @@ def test_empty_candidate_list(cache):
     llm = FakeLLM(logprob=lp)
     assert CISScorer(llm, cache=cache).score("q?", []) == []
     assert llm.scored == []
+
+
+def test_two_processes_share_one_prior_cache(tmp_path):
+    """p(K) computed in another process (another replica, given the same file) is read here, not recomputed."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from causalrag.tools.cis import CISScorer, PriorCache\n"
+        "from tests.fakes import FakeLLM\n"
+        "from tests.tools.test_cis import DOCS, lp\n"
+        "scorer = CISScorer(FakeLLM(logprob=lp), cache=PriorCache(sys.argv[1]))\n"
+        "print(scorer.precompute(DOCS))\n"
+    )
+    shared = tmp_path / "shared" / "cis_prior.sqlite"
+    done = subprocess.run([sys.executable, "-c", script, str(shared)], check=True, capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "2"
+    llm = FakeLLM(logprob=lp)
+    scorer = CISScorer(llm, cache=PriorCache(shared))
+    scores = scorer.score("What is the capital of Australia?", DOCS)
+    assert (scorer.prior_computed, scorer.prior_hits) == (0, 2)
+    assert all(prefix for prefix, _ in llm.scored)  # only log p(K|Q) was scored here
+    assert scores[0].logp_k == pytest.approx(-len(passage_text(DOCS[0])) / 10)
