@@ -225,8 +225,8 @@ def _client(kind: str, where: str):
     return chromadb.PersistentClient(path=where)
 
 
-_CORRUPT = ("malformed", "not a database", "code: 11)", "code: 26)")
-"""How SQLite's SQLITE_CORRUPT / SQLITE_NOTADB reach us through Chroma's errors."""
+_CORRUPT = ("database disk image is malformed", "file is not a database")
+"""SQLite's own words for SQLITE_CORRUPT / SQLITE_NOTADB, as they reach us inside Chroma's errors."""
 
 
 def _reported(method):
@@ -240,8 +240,9 @@ def _reported(method):
             raise
         except Exception as exc:
             text = str(exc)
-            if self.kind == "persistent" and any(sign in text for sign in _CORRUPT):
-                raise DamagedStoreError(str(Path(self.where) / "chroma.sqlite3"), f"SQLite says: {text.rpartition(': ')[2][:80]}") from exc
+            said = next((words for words in _CORRUPT if words in text), None)
+            if self.kind == "persistent" and said:
+                raise DamagedStoreError(str(Path(self.where) / "chroma.sqlite3"), f"SQLite says: {said}") from exc
             if self.kind == "http" and (isinstance(exc, ConnectionError) or "connect" in text.lower() or type(exc).__name__.endswith(("ConnectError", "ConnectTimeout"))):
                 raise StoreUnreachableError(self.where, "it stopped answering") from exc
             raise

@@ -211,7 +211,7 @@ def test_a_database_damaged_part_way_is_one_sentence(tmp_path, fake_store):
     data = bytearray(db.read_bytes())
     data[len(data) // 3 : len(data) // 3 + 65536] = os.urandom(65536)
     db.write_bytes(bytes(data))
-    with pytest.raises(DamagedStoreError, match="SQLite says"):
+    with pytest.raises(DamagedStoreError, match="SQLite says: database disk image is malformed"):
         store = fake_store()
         store.count()
         store.passages()
