@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import contextvars
 import copy
+import functools
 import logging
 import os
 import shutil
 import threading
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from causalrag.config import settings
@@ -43,6 +45,20 @@ from causalrag.tools.usage import Usage, record
 log = logging.getLogger(__name__)
 
 
+@contextmanager
+def one_gguf_parse() -> Iterator[None]:
+    """transformers parses a GGUF's metadata three times (tokenizer, config, weights), and reading the
+    262k-entry vocabulary one field at a time is most of a conversion: parse each file once."""
+    import gguf
+
+    original = gguf.GGUFReader
+    gguf.GGUFReader = functools.lru_cache(maxsize=2)(original)
+    try:
+        yield
+    finally:
+        gguf.GGUFReader = original
+
+
 def plain_copy(gguf: Path, cache: Path) -> Path:
     """Folder with a de-quantized, plain ``save_pretrained`` copy of ``gguf`` (made once, ~1 min).
 
@@ -57,8 +73,9 @@ def plain_copy(gguf: Path, cache: Path) -> Path:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     log.warning("Converting %s once into %s (about a minute; later loads take seconds).", gguf.name, target)
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    quantized = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    with one_gguf_parse():
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        quantized = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
     config = quantized.config
     if hasattr(config, "quantization_config"):
         del config.quantization_config
