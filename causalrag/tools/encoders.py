@@ -15,6 +15,9 @@ from langchain_core.embeddings import Embeddings
 from causalrag.config import settings
 from causalrag.errors import ModelNotFoundError
 
+EMBED_BATCH = 64
+"""Texts per forward pass of the embedding model (``benchmarks/ingest.py`` compares batch sizes)."""
+
 
 def embedding_model_path() -> str:
     configured = settings().embeddings
@@ -37,7 +40,7 @@ def load_embeddings(path: str) -> Embeddings:
     try:
         return HuggingFaceEmbeddings(
             model_name=path,
-            encode_kwargs={"normalize_embeddings": True, "batch_size": 64},
+            encode_kwargs={"normalize_embeddings": True, "batch_size": EMBED_BATCH},
         )
     except (OSError, ValueError) as exc:
         raise ModelNotFoundError(path, type(exc).__name__) from exc

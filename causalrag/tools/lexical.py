@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -73,18 +74,25 @@ class LexicalIndex:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def scores(self, query: str, rows: np.ndarray | None = None) -> np.ndarray:
-        """BM25Okapi score of every passage (of ``rows`` only, with their own statistics, when given)."""
-        matrix = self.matrix if rows is None else self.matrix[rows]
-        lengths = (self.lengths if rows is None else self.lengths[rows]).astype(np.float64)
-        score = np.zeros(matrix.shape[0])
-        if not matrix.shape[0]:
-            return score
+    @staticmethod
+    def _statistics(matrix: sparse.csr_matrix, lengths: np.ndarray) -> tuple:
+        """What every query over these passages reuses: term columns, document frequencies, idf, the
+        floor for negative idf, and each passage's length normalization."""
         df = np.bincount(matrix.indices, minlength=matrix.shape[1])
         idf = np.log(matrix.shape[0] - df + 0.5) - np.log(df + 0.5)
         floor = EPSILON * idf[df > 0].sum() / max(1, int((df > 0).sum()))
-        norm = K1 * (1 - B + B * lengths / (lengths.sum() / matrix.shape[0]))
-        columns = matrix.tocsc()
+        lengths = lengths.astype(np.float64)
+        norm = K1 * (1 - B + B * lengths / (lengths.sum() / max(1, matrix.shape[0])))
+        return matrix.tocsc(), df, idf, floor, norm
+
+    @cached_property
+    def _whole(self) -> tuple:
+        return self._statistics(self.matrix, self.lengths)
+
+    def scores(self, query: str, rows: np.ndarray | None = None) -> np.ndarray:
+        """BM25Okapi score of every passage (of ``rows`` only, with their own statistics, when given)."""
+        columns, df, idf, floor, norm = self._whole if rows is None else self._statistics(self.matrix[rows], self.lengths[rows])
+        score = np.zeros(columns.shape[0])
         for word in tokenize(query):  # repeated words count again, as in rank_bm25
             t = int(np.searchsorted(self.vocab, word))
             if t == len(self.vocab) or self.vocab[t] != word or not df[t]:
