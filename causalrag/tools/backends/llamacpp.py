@@ -512,7 +512,8 @@ class LlamaCppLLM(Judge):
                 except BaseException:
                     self.clear_cache()
                     raise
-        record(self.usage, Usage(prompt_tokens=sum(map(len, conts))))
+        # the tokens asked to be read, as transformers counts them: each distinct head once, every continuation
+        record(self.usage, Usage(prompt_tokens=sum(map(len, {tuple(h) for h in heads})) + sum(map(len, conts))))
         return result
 
     def token_logprobs(self, prefixes: Sequence[str], continuations: Sequence[str]) -> list[list[float]]:
