@@ -124,3 +124,82 @@ def parse_yes_no(text: str) -> bool | None:
     m = re.search(r"\b(yes|no)\b", text, re.IGNORECASE)
     return None if m is None else m.group(1).lower() == "yes"
 
+
+
+def mentions(answer: str, text: str) -> bool:
+    """The normalized answer occurs as whole words in the normalized text (an empty answer never does)."""
+    a = normalize_answer(answer)
+    return bool(a) and f" {a} " in f" {normalize_answer(text)} "
+
+
+def same_answer(a: str, b: str) -> bool:
+    """String agreement of two answers: normalized equality or whole-word containment either way."""
+    return mentions(a, b) or mentions(b, a)
+
+
+# --------------------------------------------------------------------------- answer candidates
+# Explicit options for scored choices: the small default model ranks given options far better than it
+# writes an answer (docs/methods.md), so answers are chosen among spans the evidence itself contains.
+_YES_NO_QUESTION = re.compile(r"^\s*(is|are|was|were|do|does|did|can|could|has|have|had|will|would|should|shall)\b", re.IGNORECASE)
+_EITHER_OR = re.compile(r"[,:]\s*([^,:?]+?)\s+or\s+([^,:?]+?)\s*\?\s*$")
+_SPAN_WORD = re.compile(r"\d[\d,]*\d|\d|[^\W\d_][\w'’\-&]*\.?|[,;:()\"“”]")
+_SPAN_JOINERS = frozenset({"of", "the", "de", "&", "for", "von", "van", "la", "le", "du", "del", "da", "di", "upon"})
+_NOT_ANSWERS = frozenset(
+    "it he she they his her their this that these those when where which who what in on at after before during however "
+    "although as there its a an the by from with while since according some many one today".split()
+)
+
+
+def question_options(question: str) -> list[str]:
+    """The options a question names itself: ``["yes", "no"]`` for a yes/no question, ``[A, B]`` for
+    "…, A or B?"; empty when the answer must come from the evidence."""
+    if m := _EITHER_OR.search(question):
+        return [m.group(1).strip(), m.group(2).strip()]
+    return ["yes", "no"] if _YES_NO_QUESTION.match(question) else []
+
+
+def key_sentences(question: str, text: str, n: int = 2) -> str:
+    """The ``n`` sentences of ``text`` that share most content words with the question, in text order."""
+    sentences = re.split(r"(?<=[.!?])\s+(?=[A-Z0-9\"“])", " ".join(text.split()))
+    wanted = {w for w in normalize_answer(question).split() if len(w) > 2 and w not in _NOT_ANSWERS}
+    overlap = [len(wanted & set(normalize_answer(s).split())) for s in sentences]
+    best = sorted(sorted(range(len(sentences)), key=lambda i: -overlap[i])[:n])
+    return " ".join(sentences[i] for i in best)
+
+
+def answer_spans(text: str, *, exclude: str = "", limit: int = 12) -> list[str]:
+    """Short answer candidates a passage contains: runs of capitalized words or numbers (with inner
+    "of"/"de"/... joiners), numbers with their unit word, year ranges and quoted titles.
+
+    Spans that the text ``exclude`` (the question) already names are left out: an answer rarely
+    repeats its question. A reader then chooses among them; nothing here decides which is right.
+    """
+    words = _SPAN_WORD.findall(text)
+    capital = lambda w: w[:1].isupper() or w[:1].isdigit()  # noqa: E731
+    found: list[str] = []
+    i = 0
+    while i < len(words):
+        if not capital(words[i]):
+            i += 1
+            continue
+        j = i + 1
+        while j < len(words) and not words[j - 1].endswith(".") and (
+            capital(words[j]) or (words[j].lower() in _SPAN_JOINERS and j + 1 < len(words) and capital(words[j + 1]))
+        ):
+            j += 1
+        run = [w.rstrip(".") if k == j - 1 and len(w) > 2 else w for k, w in enumerate(words[i:j], i)]
+        found.append(" ".join(run))
+        if run[0] in ("The", "A", "An") and len(run) > 1:
+            found.append(" ".join(run[1:]))
+        i = j
+    found += re.findall(r"\b\d[\d,]*\s+[a-z]{3,}\b", text)
+    found += re.findall(r"\b(?:from\s+)?\d{4}\s*(?:to|until|–|-)\s*\d{4}\b", text)
+    found += re.findall(r"[\"“]([^\"”]{2,60})[\"”]", text)
+    asked = f" {normalize_answer(exclude)} "
+    unique: dict[str, str] = {}
+    for span in found:
+        span = span.strip(" ,;:()\"“”")
+        key = normalize_answer(span)
+        if len(span) > 1 and key and key not in _NOT_ANSWERS and f" {key} " not in asked:
+            unique.setdefault(key, span)
+    return list(unique.values())[:limit]

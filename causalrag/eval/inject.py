@@ -36,6 +36,7 @@ from collections.abc import Sequence
 
 from causalrag.eval.datasets import Example
 from causalrag.eval.metrics import containment, normalize_answer
+from causalrag.text import question_options
 from causalrag.tools.store import Passage
 
 INJECTED = "injected"
@@ -111,12 +112,6 @@ def _shape(answer: str) -> str:
     )
 
 
-def _question_options(question: str) -> list[str]:
-    """The two options of a comparison question ("Who is older, A or B?")."""
-    m = re.search(r"[,:]\s*([^,:?]+?)\s+or\s+([^,:?]+?)\s*\?\s*$", question)
-    return list(m.groups()) if m else []
-
-
 def substitutes(example: Example, donors: Sequence[Example], *, seed: int = 0, want: int = 16) -> list[str]:
     """Wrong answers of the gold answer's kind, most similar first (seeded order among equals).
 
@@ -135,7 +130,7 @@ def substitutes(example: Example, donors: Sequence[Example], *, seed: int = 0, w
     if kind in ("number", "mixed"):
         same_kind += [(_perturb_numbers(gold, rng), 1) for _ in range(want)]
     ranked = [a for a, _ in sorted(same_kind, key=lambda c: (_shape(c[0]) != shape, abs(len(c[0].split()) - width), c[1], rng.random()))]
-    options = _question_options(example.question)
+    options = [o for o in question_options(example.question) if o not in ("yes", "no")]
     if any(containment(gold, [o]) for o in options):
         ranked = [o for o in options if not containment(gold, [o])] + ranked
     if kind not in ("number", "mixed"):

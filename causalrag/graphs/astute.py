@@ -26,9 +26,9 @@ def route_after_pool(state: AstuteState, runtime: Runtime[AstuteContext]) -> Lit
 def route_after_consolidate(
     state: AstuteState, runtime: Runtime[AstuteContext]
 ) -> Literal["consolidate", "propose", "answer_combined"]:
-    """Loop on the iteration counter only: model output never decides how many rounds run."""
+    """Loop on the iteration counter, stopping early once a scored round moved no source (converged)."""
     ctx = context(runtime)
-    if state["iteration"] < ctx.consolidation_rounds():
+    if state["iteration"] < ctx.consolidation_rounds() and not state.get("converged"):
         return "consolidate"
     return "answer_combined" if ctx.combined else "propose"
 

@@ -1,9 +1,19 @@
 """Astute RAG nodes (Wang et al., 2024): elicit → pool → consolidate ⟲ t → propose → select.
 
-Every node is temperature 0. Model output is parsed tolerantly; each fallback is counted in the
-node's trace entry. Retrieved text only ever reaches prompts as data (see
-:func:`causalrag.prompts.astute.passage_text`); which node runs next depends on the iteration
-counter and the context alone.
+Every judgment runs one of two ways (``AstuteContext.judge``):
+
+* **score** (default with a model that scores its replies) — isolate, then aggregate
+  (:mod:`causalrag.nodes.evidence`): consolidation reads every source alone, internal knowledge
+  included, as a scored choice among the answers it offers and groups the sources that agree;
+  later rounds re-read each source among the group answers it names (and stop early once no
+  source moves); each group's confidence is the scored choice of its own answer given its own
+  passages; the most reliable group has the most independent sources, ties broken by the scored
+  choice among the group answers given all passages together. No free text is parsed.
+* **generate** — the paper's prompts (Appendix A): groups, answers and the selection written as
+  text and parsed tolerantly, each fallback counted in the trace.
+
+Every node is temperature 0. Retrieved text only ever reaches prompts as data; which node runs
+next depends on the iteration counter, convergence and the context alone.
 """
 
 from __future__ import annotations
@@ -13,7 +23,8 @@ from collections.abc import Sequence
 from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
-from causalrag.nodes.common import context, emit, emit_evidence, llm_of, question_of, stream_text, traced
+from causalrag.nodes.common import context, emit, emit_evidence, judge_of, llm_of, question_of, stream_text, traced
+from causalrag.nodes.evidence import Reading, group_readings, passage_text, read_each, read_jointly
 from causalrag.prompts.astute import (
     BLOCK_STOP,
     EXTERNAL,
@@ -36,7 +47,7 @@ from causalrag.prompts.astute import (
 )
 from causalrag.prompts.common import ANSWER_STOP, answer_prompt
 from causalrag.state.astute import AstuteContext, AstuteState
-from causalrag.text import clean_answer
+from causalrag.text import clean_answer, key_sentences, mentions
 
 _CLAIM_WORDS = 20
 
@@ -113,7 +124,7 @@ def build_pool(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
     external = [labelled(d, f"{EXTERNAL} {i}") for i, d in enumerate(state.get("documents") or [], 1)]
     pool = (external[::-1] if ctx.reverse else external) + list(state.get("internal") or [])
     emit_evidence(runtime, "pool", pool, labels=[label_of(d) for d in pool])
-    return {"pool": pool, "groups": [], "iteration": 0, "trace": [{"external": len(external), "internal": len(pool) - len(external)}]}
+    return {"pool": pool, "groups": [], "readings": [], "iteration": 0, "converged": False, "trace": [{"external": len(external), "internal": len(pool) - len(external)}]}
 
 
 def _groups_or_fallback(text: str, pool: Sequence[Document], last: Sequence[dict]) -> tuple[list[dict], dict]:
@@ -149,6 +160,8 @@ def consolidate(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
     """One round D_{j+1} = M(p_con, q, ⟨D₀,S₀⟩, ⟨Dⱼ,Sⱼ⟩): group agreeing passages, split conflicts, drop noise."""
     ctx = context(runtime)
     iteration = state.get("iteration", 0) + 1
+    if judge_of(ctx) == "score":
+        return _scored_round(state, runtime, node="consolidate")
     _, groups, figures = _consolidation_round(
         state, runtime, consolidate_prompt, node="consolidate", stage=f"consolidate {iteration}", max_new_tokens=ctx.consolidation_tokens
     )
@@ -166,6 +179,11 @@ def propose(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
     ctx = context(runtime)
     question, pool = question_of(state), state.get("pool") or []
     groups = state.get("groups") or []
+    if judge_of(ctx) == "score":
+        candidates = _scored_confidences(llm_of(ctx), question, groups, pool)
+        emit(runtime, "candidates", "propose", candidates=candidates)
+        return {"candidates": candidates, "trace": [{"answers": [c["answer"] for c in candidates],
+                                                      "confidences": [c["confidence"] for c in candidates]}]}
     prompts = [propose_prompt(question, g, members(g, pool)) for g in groups]
     outputs = llm_of(ctx).generate(prompts, max_new_tokens=ctx.max_new_tokens + 8, temperature=0.0, stop=BLOCK_STOP) if prompts else []
     candidates, missing = [], 0
@@ -233,6 +251,10 @@ def select(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
     """
     ctx = context(runtime)
     candidates = list(state.get("candidates") or [])
+    if judge_of(ctx) == "score":
+        final, figures = _most_reliable_scored(state, runtime, candidates)
+        update, finish_figures = _finish(runtime, state, candidates, final)
+        return {**update, "trace": [{**figures, **finish_figures}]}
     final = None
     if len(candidates) > 1:
         text = stream_text(
@@ -250,6 +272,12 @@ def select(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
 def answer_combined(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
     """The paper's merged last step: consolidate (over D₀ and the last groups), answer each group, select, in one call."""
     ctx = context(runtime)
+    if judge_of(ctx) == "score":  # the last round's groups are the candidates; their support and the joint reading decide
+        update = _scored_round(state, runtime, node="answer_combined")
+        groups = update["groups"]
+        final, figures = _most_reliable_scored({**state, **update}, runtime, groups)
+        finished, finish_figures = _finish(runtime, {**state, **update}, groups, final)
+        return {**update, **finished, "trace": [{**update["trace"][0], **figures, **finish_figures}]}
     text, groups, figures = _consolidation_round(
         state, runtime, combined_prompt, node="answer_combined", stage="answer_combined", max_new_tokens=ctx.consolidation_tokens + ctx.max_new_tokens
     )
@@ -258,3 +286,73 @@ def answer_combined(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict
     update, finish_figures = _finish(runtime, state, candidates, final)
     trace = {**figures, "marker_missing": int(final is None), **finish_figures}
     return {**update, "groups": groups, "iteration": figures["iteration"], "trace": [trace]}
+
+
+# --------------------------------------------------------------------------- scored judgments (judge="score")
+def _scored_round(state: AstuteState, runtime: Runtime, *, node: str) -> dict:
+    """One consolidation round as scored choices (§3.4: group consistent sources, separate conflicts, drop the irrelevant).
+
+    Round 1 reads every source of D₀ alone (internal knowledge is one source) and groups those whose
+    answers agree; a source that offers no answer is left out. Later rounds re-read each source
+    among the group answers it names, so a source moves to the group it supports; when no source
+    moves, the groups have converged and the remaining rounds are skipped (``converged``).
+    """
+    ctx = context(runtime)
+    llm, question = llm_of(ctx), question_of(state)
+    pool, last = state.get("pool") or [], state.get("groups") or []
+    iteration = state.get("iteration", 0) + 1
+    readings = read_each(llm, question, pool) if not last else _reread(llm, question, pool, last, state.get("readings") or [])
+    found = group_readings(readings, [label_of(d) for d in pool])
+    groups = [{"answer": g.answer, "sources": g.sources, "claim": key_sentences(question, passage_text(pool[g.members[0]]), 1)} for g in found]
+    converged = bool(last) and [g["sources"] for g in groups] == [g["sources"] for g in last]
+    emit(runtime, "groups", node, iteration=iteration, groups=groups, converged=converged)
+    figures = {"iteration": iteration, "groups": len(groups), "group_sources": [g["sources"] for g in groups],
+               "abstained_sources": sum(not r.votes for r in readings), "converged": converged}
+    return {"groups": groups, "iteration": iteration, "converged": converged,
+            "readings": [{"source": label_of(d), **r.as_dict()} for d, r in zip(pool, readings)], "trace": [figures]}
+
+
+def _reread(llm, question: str, pool: Sequence[Document], groups: Sequence[dict], previous: Sequence[dict]) -> list[Reading]:
+    """Each source re-read among the group answers it names (one batched call for those naming several)."""
+    answers = [g["answer"] for g in groups]
+    named = [[a for a in answers if mentions(a, passage_text(d))] for d in pool]
+    before = {r["source"]: r for r in previous}
+    several = [i for i, n in enumerate(named) if len(n) > 1]
+    chosen = dict(zip(several, read_jointly(llm, [question] * len(several), [[pool[i]] for i in several], [named[i] for i in several])))
+    readings = []
+    for i, d in enumerate(pool):
+        old = before.get(label_of(d)) or {}
+        if old.get("relevance", 0.0) <= 0:  # a source that did not answer the question stays out
+            readings.append(Reading(old.get("answer"), old.get("probability", 0.0), old.get("relevance", 0.0), old.get("how", "")))
+        elif i in chosen:
+            readings.append(Reading(chosen[i].answer, chosen[i].probs[chosen[i].best], old["relevance"], "regroup"))
+        elif named[i]:
+            readings.append(Reading(named[i][0], 1.0, old["relevance"], "regroup"))
+        else:  # names no group answer: keeps what it read before
+            readings.append(Reading(old.get("answer"), old.get("probability", 0.0), old["relevance"], old.get("how", "")))
+    return readings
+
+
+def _scored_confidences(llm, question: str, groups: Sequence[dict], pool: Sequence[Document]) -> list[dict]:
+    """Each group's confidence: the scored choice of its own answer among all group answers, given its own passages."""
+    answers = [g["answer"] for g in groups]
+    if len(groups) < 2:
+        return [{**g, "confidence": 1.0} for g in groups]
+    choices = read_jointly(llm, [question] * len(groups), [members(g, pool) for g in groups], [answers] * len(groups))
+    return [{**g, "confidence": round(c.probs[i], 4)} for i, (g, c) in enumerate(zip(groups, choices))]
+
+
+def _most_reliable_scored(state: AstuteState, runtime: Runtime, candidates: Sequence[dict]) -> tuple[str | None, dict]:
+    """§3.5's comparison of reliability as explicit scores: cross-source confirmation first (how many
+    independent sources, retrieved or from memory, give the answer), then the scored choice among the
+    candidate answers given every passage together (which also breaks ties)."""
+    if not candidates:
+        return None, {"reliability": []}
+    ctx = context(runtime)
+    answers = [c["answer"] for c in candidates]
+    everything = list(state.get("documents") or []) + list(state.get("internal") or [])
+    joint = read_jointly(llm_of(ctx), [question_of(state)], [everything], [answers])[0] if len(candidates) > 1 else None
+    reliability = [len(c["sources"]) + (joint.probs[i] if joint else 1.0) for i, c in enumerate(candidates)]
+    best = max(range(len(candidates)), key=reliability.__getitem__)
+    emit(runtime, "reliability", "select", answers=answers, reliability=[round(r, 4) for r in reliability])
+    return answers[best], {"reliability": [round(r, 4) for r in reliability], "joint_choice": joint.as_dict() if joint else None}

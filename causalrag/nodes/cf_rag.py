@@ -39,7 +39,7 @@ from causalrag.prompts.cf_rag import (
 )
 from causalrag.prompts.common import ANSWER_STOP, answer_prompt
 from causalrag.state.cf_rag import CFRAGContext, CFRAGState, HypothesisTask
-from causalrag.text import clean_answer, normalize_answer
+from causalrag.text import clean_answer, mentions, normalize_answer, same_answer
 from causalrag.tools.encoders import embed
 
 REGENERATE_TEMPERATURE = 0.8
@@ -108,7 +108,7 @@ def validate(question: str, rows: list[dict], ctx: CFRAGContext, kept: set[str],
         row["quick_answer"] = ans
         if not ans:
             row["verdict"] = "no quick answer"
-        elif cm.same_answer(ans, baseline):
+        elif same_answer(ans, baseline):
             row["verdict"] = "same answer"
         if row["verdict"] is not None:
             kept.discard(normalize_answer(row["query"]))
@@ -299,7 +299,7 @@ def arbitrate(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
     scored = []
     for j, h in enumerate(hyps):
         rows = [ids.index(d.id) for d in samples[h["index"]]]
-        mention = np.array([cm.mentions(h["answer"], passage_text(evidence[ids[r]])) for r in rows], dtype=float)
+        mention = np.array([mentions(h["answer"], passage_text(evidence[ids[r]])) for r in rows], dtype=float)
         coh = cm.phi_coherence(evidence_vecs[rows] @ answer_vecs[j], rel[rows, 0], mention, ctx.lambda1, ctx.lambda2)
         causal = cm.phi_causal(rel[rows, 0], rel[rows, 1:])
         spec = cm.specificity(f"{h['answer']} {h['rationale']}")

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from causalrag.text import normalize_answer
+from causalrag.text import normalize_answer, same_answer
 
 _STOPWORDS = frozenset(
     "a an the of in on at to for from by with and or is are was were be been who what which when where "
@@ -159,17 +159,6 @@ def specificity(text: str) -> float:
     total = sum(counts.values())
     entropy = -sum(c / total * math.log(c / total) for c in counts.values())
     return 1.0 - entropy / math.log(len(counts))
-
-
-def mentions(answer: str, text: str) -> bool:
-    """Mention(a, e): the normalized answer occurs as whole words in the normalized passage."""
-    a = normalize_answer(answer)
-    return bool(a) and f" {a} " in f" {normalize_answer(text)} "
-
-
-def same_answer(a: str, b: str) -> bool:
-    """String agreement: normalized equality or whole-word containment either way (empty never agrees)."""
-    return mentions(a, b) or mentions(b, a)
 
 
 def answer_similarity(answers: Sequence[str], cosine: np.ndarray) -> np.ndarray:

@@ -64,6 +64,14 @@ def store_of(ctx: RAGContext) -> Any:
     return ctx.store
 
 
+def judge_of(ctx: Any) -> str:
+    """The judgment mode of a run: the context's ``judge``, with "auto" resolved by what the model can do."""
+    mode = getattr(ctx, "judge", "generate")
+    if mode != "auto":
+        return mode
+    return "score" if getattr(llm_of(ctx), "can_choose", False) else "generate"
+
+
 def question_of(state: RAGState) -> str:
     question = " ".join(str(state.get("question") or "").split())
     if not question:

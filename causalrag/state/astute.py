@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from langchain_core.documents import Document
 
-from causalrag.state.base import OutputState, RAGContext, RAGState
+from causalrag.state.base import JudgedContext, OutputState, RAGState
 
 
 class AstuteState(RAGState):
@@ -20,8 +20,12 @@ class AstuteState(RAGState):
     """D₀ = E ⊕ I with their source labels (``metadata["label"]``), in prompt order (§3.4)."""
     groups: list[dict]
     """⟨Dⱼ, Sⱼ⟩: the latest consolidated groups (§3.4)."""
+    readings: list[dict]
+    """Scored judgment only: every source read alone, ``{"source", "answer", "probability"}`` (the isolate step)."""
     iteration: int
     """j: consolidation rounds run so far."""
+    converged: bool
+    """Scored judgment only: the last round moved no source, so the remaining rounds are skipped."""
     candidates: list[dict]
     """The final groups with one answer and a confidence each (§3.5)."""
     chosen: int
@@ -32,13 +36,14 @@ class AstuteOutput(OutputState, total=False):
     """What a run returns: the answer and its evidence, plus the method's intermediate evidence."""
 
     internal: list[Document]
+    readings: list[dict]
     groups: list[dict]
     candidates: list[dict]
     chosen: int
 
 
 @dataclass(kw_only=True)
-class AstuteContext(RAGContext):
+class AstuteContext(JudgedContext):
     """Astute RAG tunables, with the paper's defaults where it gives them.
 
     ``k`` (inherited) is the number of retrieved passages E: the paper uses 10 web passages

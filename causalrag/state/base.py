@@ -52,3 +52,19 @@ class RAGContext:
     """Restrict retrieval to these passage ids (e.g. one question's own paragraphs)."""
     max_new_tokens: int = 24
     """Token budget of the final short answer."""
+
+
+Judgment = Literal["auto", "score", "generate"]
+
+
+@dataclass(kw_only=True)
+class JudgedContext(RAGContext):
+    """A method whose steps judge evidence (which answer, which group, consistent or not)."""
+
+    judge: Judgment = "auto"
+    """How each judgment step is made. "score": a scored choice among explicit options (candidate
+    answers, groups, yes/no), the options' log-probabilities as the model's reply, read per passage
+    and then aggregated (``causalrag.nodes.evidence``); "generate": the paper's prompts answered in
+    free text and parsed afterwards; "auto": "score" when the model can score its replies (every
+    local backend; the openai backend on the completions API or with the chat template), else
+    "generate". Measured with the bundled 270M model in docs/methods.md."""

@@ -1,4 +1,5 @@
-"""Astute RAG graph with a fake LLM and the in-memory demo store: loop count, t = 1 path, labels, fallbacks."""
+"""Astute RAG graph, generate judgment (the paper's text prompts), with a fake LLM and the in-memory demo store:
+loop count, t = 1 path, labels, parse fallbacks. The scored judgment: tests/graphs/test_astute_scored.py."""
 
 import pytest
 
@@ -37,6 +38,7 @@ def fake(**overrides) -> FakeLLM:
 
 
 def run(llm, store, question=QUESTION, **params):
+    params.setdefault("judge", "generate")
     return build_graph("astute", llm=llm, store=store, k=3, **params).invoke({"question": question})
 
 
@@ -182,7 +184,7 @@ def test_injected_instructions_do_not_change_control_flow(memory_store):
 
 
 def test_stream_shows_groups_per_round_candidates_and_answer(memory_store):
-    graph = build_graph("astute", llm=fake(), store=memory_store, k=3, iterations=2)
+    graph = build_graph("astute", llm=fake(), store=memory_store, k=3, iterations=2, judge="generate")
     events = [e for mode, e in graph.stream({"question": QUESTION}, stream_mode=["updates", "custom"]) if mode == "custom"]
     groups = [e for e in events if e["type"] == "groups"]
     assert [e["iteration"] for e in groups] == [1, 2] and groups[0]["groups"][0]["sources"] == ["ext 1", "ext 2", "int 1"]

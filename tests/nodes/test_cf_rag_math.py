@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from causalrag.nodes import cf_rag_math as cm
+from causalrag.text import mentions, same_answer
 
 
 def unit(*rows):
@@ -91,8 +92,8 @@ def test_specificity_mentions_and_agreement():
     assert cm.specificity("Heath Ledger") == pytest.approx(0.0)  # two equally frequent keywords: maximal entropy
     assert cm.specificity("Ledger Ledger Ledger Joker") > 0.0
     assert cm.specificity("the") == 1.0
-    assert cm.mentions("Heath Ledger", "Heath Ledger played the Joker.") and not cm.mentions("Ledger", "Ledgerwood")
-    assert cm.same_answer("Ledger", "Heath Ledger") and not cm.same_answer("", "Heath Ledger")
+    assert mentions("Heath Ledger", "Heath Ledger played the Joker.") and not mentions("Ledger", "Ledgerwood")
+    assert same_answer("Ledger", "Heath Ledger") and not same_answer("", "Heath Ledger")
     sim = cm.answer_similarity(["Heath Ledger", "Ledger", "Jack Nicholson"], np.eye(3) * 0.5)
     assert cm.agreement(sim, 0.85).tolist() == pytest.approx([2 / 3, 2 / 3, 1 / 3])
 

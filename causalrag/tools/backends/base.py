@@ -117,6 +117,8 @@ class Judge:
     """
 
     has_chat_template: bool = False
+    can_choose: bool = True
+    """Whether :meth:`choose` works with this instance (a chat server without its template cannot)."""
 
     def option_logprobs(self, prompts: Sequence[str], options: Sequence[Sequence[str]]) -> list[list[list[float]]]:
         """Per prompt, per option: token log-probs of the option as the reply (backends implement this)."""

@@ -106,6 +106,11 @@ class OpenAILLM(Judge):
         """Estimated from the text's length: the OpenAI API has no tokenize call, and the estimate errs long."""
         return estimate_tokens(texts)
 
+    @property
+    def can_choose(self) -> bool:
+        """Scored choices need the text the model sees: the completions API, or the chat template."""
+        return self.api == "completions" or bool(self.chat_template)
+
     def format(self, prompt: str) -> str:
         """The text the server's model sees for ``prompt``: as it is on the completions API; rendered
         with the model's chat template (``chat_template``) for scoring on the chat API."""

@@ -1,0 +1,158 @@
+"""Isolate, then aggregate: the scored readings the robust methods share.
+
+A 270M base model blends a conflicting context into one (often wrong) answer and writes formats
+badly, but it ranks given options well. So a conflict is made explicit before anything decides:
+
+1. **isolate** — :func:`read_each` reads every passage *alone*, all in one batch: a question with
+   options of its own (yes/no, "A or B") is a scored choice among them; otherwise the model writes a
+   short answer, kept only when the passage states it (grounded), else replaced by a scored choice
+   among the spans the passage offers (:func:`reading_options`). Each reading then gets its
+   **relevance**: how much the question raises the answer's likelihood in that passage over a
+   content-free question ("N/A"; mean log-probability per token). A passage that does not answer
+   the question (off topic, or planting an answer whatever is asked, as an injected instruction
+   does) scores ≤ 0 and does not vote.
+2. **group** — :func:`group_readings` puts sources whose answers agree (normalized equality or
+   whole-word containment) in one group, keeping the labels of its sources.
+3. **judge** — :func:`read_jointly` chooses among a fixed set of candidate answers given some
+   passages together (a hypothesis, a synthesis, a final answer), and :func:`support_matrix` asks
+   each passage alone which of several answers it supports; every judgment is a ``choose``.
+
+Methods keep their own aggregation (Astute's reliability, CF-RAG's Ψ, RetroRAG's self-consistency).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from langchain_core.documents import Document
+
+from causalrag.prompts.common import ANSWER_STOP, answer_prompt
+from causalrag.text import answer_spans, clean_answer, key_sentences, mentions, normalize_answer, question_options, same_answer
+from causalrag.tools.backends.base import Choice
+
+
+def passage_text(doc: Document) -> str:
+    """``Title. text`` (a title often names the answer: "David Weissman" over his biography)."""
+    title = str(doc.metadata.get("title") or "").strip()
+    return f"{title}. {doc.page_content}" if title else doc.page_content
+
+
+def reading_options(question: str, doc: Document, *, limit: int = 12) -> list[str]:
+    """The answers one passage offers: the question's own options, else spans of its key sentences."""
+    return question_options(question) or answer_spans(key_sentences(question, passage_text(doc)), exclude=question, limit=limit)
+
+
+NEUTRAL_QUESTION = "N/A"
+"""The content-free question a reading is calibrated against (Zhao et al., 2021)."""
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One source read alone: its answer (None when it offers none), how it was read, its relevance."""
+
+    answer: str | None
+    probability: float = 1.0
+    """The scored choice's probability of the answer (1.0 for a grounded written answer)."""
+    relevance: float = 0.0
+    """Mean per-token log-probability gain of the answer from the real question over "N/A"."""
+    how: str = ""
+    """"options" (the question's own), "written" (grounded short answer) or "spans" (choice among its spans)."""
+
+    @property
+    def votes(self) -> bool:
+        """Whether this source answers the question: an answer whose likelihood the question raises."""
+        return bool(self.answer) and self.relevance > 0
+
+    def as_dict(self) -> dict:
+        return {"answer": self.answer, "probability": round(self.probability, 4), "relevance": round(self.relevance, 4), "how": self.how}
+
+
+def read_each(llm, question: str, docs: Sequence[Document], *, max_new_tokens: int = 16) -> list[Reading]:
+    """Every passage read alone (batched calls over all passages), then its relevance (one more call)."""
+    readings = [Reading(None)] * len(docs)
+    own = question_options(question)
+    if own:
+        for i, c in enumerate(llm.choose([answer_prompt(question, [d]) for d in docs], [own] * len(docs))):
+            readings[i] = Reading(c.answer, c.probs[c.best], how="options")
+    elif docs:
+        written = llm.generate([answer_prompt(question, [d]) for d in docs], max_new_tokens=max_new_tokens, stop=ANSWER_STOP)
+        spans = []
+        for i, (doc, out) in enumerate(zip(docs, written)):
+            answer = clean_answer(out[0] if out else "")
+            if mentions(answer, passage_text(doc)):
+                readings[i] = Reading(answer, how="written")
+            elif options := reading_options(question, doc):
+                spans.append((i, options))
+        if spans:  # the model wrote what the passage does not state: choose among what it does state
+            choices = llm.choose([answer_prompt(question, [docs[i]]) for i, _ in spans], [o for _, o in spans])
+            for (i, _), c in zip(spans, choices):
+                readings[i] = Reading(c.answer, c.probs[c.best], how="spans")
+    return with_relevance(llm, question, docs, readings)
+
+
+def with_relevance(llm, question: str, docs: Sequence[Document], readings: Sequence[Reading]) -> list[Reading]:
+    """Each reading's relevance: its answer scored in its passage under the question minus under "N/A"."""
+    asked = [i for i, r in enumerate(readings) if r.answer]
+    if not asked:
+        return list(readings)
+    gains = llm.choose(
+        [answer_prompt(question, [docs[i]]) for i in asked],
+        [[readings[i].answer] for i in asked],
+        neutral=[answer_prompt(NEUTRAL_QUESTION, [docs[i]]) for i in asked],
+    )
+    out = list(readings)
+    for i, gain in zip(asked, gains):
+        out[i] = Reading(readings[i].answer, readings[i].probability, float(gain.scores[0]), readings[i].how)
+    return out
+
+
+@dataclass
+class Group:
+    """Sources that agree on one answer (a consolidated passage ⟨D_j, S_j⟩ with its answer)."""
+
+    answer: str
+    sources: list[str] = field(default_factory=list)
+    members: list[int] = field(default_factory=list)
+    """Indices of the member sources in the pool that was read."""
+
+    def as_dict(self) -> dict:
+        return {"answer": self.answer, "sources": list(self.sources)}
+
+
+def group_readings(readings: Sequence[Reading], labels: Sequence[str]) -> list[Group]:
+    """Sources grouped by agreeing answers, largest group first (ties: the earliest source first).
+
+    A group is named by the most common spelling among its members (then the longest: "Heath
+    Ledger" over "Ledger"); sources without an answer, or whose answer the question does not make
+    more likely (relevance ≤ 0), join no group.
+    """
+    groups: list[Group] = []
+    spellings: list[list[str]] = []
+    for i, (reading, label) in enumerate(zip(readings, labels)):
+        if not reading.votes or not normalize_answer(reading.answer):
+            continue
+        home = next((g for g, names in enumerate(spellings) if any(same_answer(reading.answer, n) for n in names)), None)
+        if home is None:
+            groups.append(Group(reading.answer))
+            spellings.append([])
+            home = len(groups) - 1
+        groups[home].sources.append(label)
+        groups[home].members.append(i)
+        spellings[home].append(reading.answer)
+    for group, names in zip(groups, spellings):
+        group.answer = max(names, key=lambda n: (names.count(n), len(n)))
+    return sorted(groups, key=lambda g: (-len(g.members), g.members[0]))
+
+
+def read_jointly(llm, questions: Sequence[str], contexts: Sequence[Sequence[Document]], options: Sequence[Sequence[str]]) -> list[Choice]:
+    """Scored choices among fixed candidate answers, each given its passages together (one batched call)."""
+    return llm.choose([answer_prompt(q, list(docs)) for q, docs in zip(questions, contexts)], [list(o) for o in options])
+
+
+def support_matrix(llm, question: str, docs: Sequence[Document], answers: Sequence[str]) -> list[list[float]]:
+    """P(answer | passage alone, question) for every passage × answer: which answer each passage supports."""
+    if not docs or not answers:
+        return [[] for _ in docs]
+    choices = llm.choose([answer_prompt(question, [d]) for d in docs], [list(answers)] * len(docs))
+    return [list(c.probs) for c in choices]
