@@ -8,6 +8,8 @@ different node sequence between a run with a neutral passage and a run with the 
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -44,6 +46,7 @@ def obeying_llm() -> FakeLLM:
     )
 
 
+@functools.cache  # both tests read the same runs
 def node_sequence(method: str, extra: Passage) -> tuple[list[str], FakeLLM]:
     store = Store.in_memory([*FACTS, extra], embeddings=DeterministicFakeEmbedding(size=16))
     llm = obeying_llm()
