@@ -144,6 +144,10 @@ _YES_NO_QUESTION = re.compile(r"^\s*(is|are|was|were|do|does|did|can|could|has|h
 _EITHER_OR = re.compile(r"[,:]\s*([^,:?]+?)\s+or\s+([^,:?]+?)\s*\?\s*$")
 _SPAN_WORD = re.compile(r"\d[\d,]*\d|\d|[^\W\d_][\w'’\-&]*\.?|[,;:()\"“”]")
 _SPAN_JOINERS = frozenset({"of", "the", "de", "&", "for", "von", "van", "la", "le", "du", "del", "da", "di", "upon"})
+_LEADING_FUNCTION_WORDS = frozenset(
+    "are is was were did does do who what which when where why how in on at a an has have had can could will would".split()
+)
+"""Capitalized only because a question or sentence starts with them: never part of a name."""
 _NOT_ANSWERS = frozenset(
     "it he she they his her their this that these those when where which who what in on at after before during however "
     "although as there its a an the by from with while since according some many one today".split()
@@ -188,6 +192,8 @@ def answer_spans(text: str, *, exclude: str = "", limit: int = 12) -> list[str]:
         ):
             j += 1
         run = [w.rstrip(".") if k == j - 1 and len(w) > 2 else w for k, w in enumerate(words[i:j], i)]
+        while len(run) > 1 and run[0].lower() in _LEADING_FUNCTION_WORDS:
+            run = run[1:]
         found.append(" ".join(run))
         if run[0] in ("The", "A", "An") and len(run) > 1:
             found.append(" ".join(run[1:]))

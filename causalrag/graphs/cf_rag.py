@@ -25,7 +25,7 @@ from causalrag.state.cf_rag import CFRAGContext, CFRAGOutput, CFRAGState, Route
 def send_hypotheses(state: CFRAGState) -> list[Send]:
     """Fan out: one ``hypothesize`` branch per evidence sample E_j (Algorithm 1, lines 7-9)."""
     return [
-        Send("hypothesize", {"question": state["question"], "index": j, "documents": docs})
+        Send("hypothesize", {"question": state["question"], "index": j, "documents": docs, "candidates": state.get("candidates") or []})
         for j, docs in enumerate(state["samples"])
     ]
 

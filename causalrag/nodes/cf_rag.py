@@ -10,6 +10,14 @@
 * :func:`arbitrate` — §4.2.2: φ_coh (Eq. 9-10), φ_causal (Eq. 11), Ψ, agreement (§4.2.3);
 * :func:`accept` / :func:`synthesize` — Algorithm 1 lines 15-18 (Eq. 12).
 
+Judgments (``CFRAGContext.judge``): with "score" (the default for a model that scores its replies)
+the counterfactual queries are edits chosen by score (:mod:`causalrag.nodes.cf_rag_edits`), the
+next-best edit of a type stands in for the sampled retry; every path's hypothesis is a scored choice
+among the answers the pool's passages give when read alone (:mod:`causalrag.nodes.evidence`), its
+rationale the sample's passage that states it; φ_coh's Mention(a, e) becomes the scored support
+P(a | e alone) among the hypotheses' answers; and synthesis is a scored choice among the top-3
+answers, not new text. With "generate" every step writes text and parses it, as in the paper.
+
 Relevance s(q, e): the paper uses a cross-encoder (bge-reranker-large); none ships offline here,
 so s is the LLM's query likelihood gain, σ(mean log p(q | e) − mean log p(q)), per token, from
 one batched ``logprob`` call (continuations sharing a passage reuse its KV cache). The cheap
@@ -23,7 +31,9 @@ from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
 from causalrag.nodes import cf_rag_math as cm
-from causalrag.nodes.common import context, emit, emit_evidence, llm_of, question_of, store_of, stream_text, traced
+from causalrag.nodes.cf_rag_edits import edits_by_type, question_entities
+from causalrag.nodes.common import context, emit, emit_evidence, judge_of, llm_of, question_of, store_of, stream_text, traced
+from causalrag.nodes.evidence import group_readings, read_each, read_jointly, support_matrix
 from causalrag.prompts.cf_rag import (
     COUNTERFACTUAL_STOP,
     HYPOTHESIS_STOP,
@@ -39,7 +49,7 @@ from causalrag.prompts.cf_rag import (
 )
 from causalrag.prompts.common import ANSWER_STOP, answer_prompt
 from causalrag.state.cf_rag import CFRAGContext, CFRAGState, HypothesisTask
-from causalrag.text import clean_answer, mentions, normalize_answer, same_answer
+from causalrag.text import answer_spans, clean_answer, mentions, normalize_answer, question_options, same_answer
 from causalrag.tools.encoders import embed
 
 REGENERATE_TEMPERATURE = 0.8
@@ -131,16 +141,44 @@ def rewrites(ctx: CFRAGContext, question: str, kinds: list[str], *, attempt: int
     ]
 
 
+def ranked_edits(ctx: CFRAGContext, question: str) -> dict[str, list[str]]:
+    """Every applicable type's edits, best first by one scored choice per type (one batched call).
+
+    Entity edits swap a question entity for one of the three spans of the question's top passages
+    most similar to it (MiniLM cosine): a similar entity the corpus knows.
+    """
+    docs = store_of(ctx).retrieve(question, ctx.k, mode=ctx.retrieval, ids=ctx.ids)
+    entities = question_entities(question)[:2]
+    spans = list(dict.fromkeys(s for d in docs for s in answer_spans(passage_text(d), exclude=question, limit=20)))
+    replacements: dict[str, list[str]] = {}
+    if entities and spans:
+        vectors = embed(entities + spans)
+        for e, vector in zip(entities, vectors):
+            similar = sorted(range(len(spans)), key=lambda i: -float(vectors[len(entities) + i] @ vector))
+            replacements[e] = [spans[i] for i in similar if not same_answer(spans[i], e)][:3]
+    options = edits_by_type(question, replacements)
+    choices = llm_of(ctx).choose([counterfactual_prompt(question, kind) for kind in options], list(options.values())) if options else []
+    return {kind: [c.options[i] for i in sorted(range(len(c.options)), key=lambda i: -c.scores[i])] for kind, c in zip(options, choices)}
+
+
+def proposals(ctx: CFRAGContext, question: str, scored: dict[str, list[str]] | None, kinds: list[str], *, attempt: int) -> list[dict]:
+    """Candidate q' per type: the ``attempt``-th best scored edit, or generated rewrites (judge="generate")."""
+    if scored is None:
+        return rewrites(ctx, question, kinds, attempt=attempt)
+    return [{"type": k, "query": scored[k][attempt - 1], "attempt": attempt} for k in kinds if len(scored[k]) >= attempt]
+
+
 @traced
 def explore_counterfactuals(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
-    """Generate, validate (Eq. 2), regenerate failures once, and keep the top N by Info (Eq. 3)."""
+    """Propose (generate, or choose edits by score), validate (Eq. 2), retry failed types once, keep the top N by Info (Eq. 3)."""
     ctx = context(runtime)
     question = question_of(state)
     kept: set[str] = set()
-    rows = rewrites(ctx, question, [t[0] for t in TRANSFORMATIONS], attempt=1)
+    scored = ranked_edits(ctx, question) if judge_of(ctx) == "score" else None
+    rows = proposals(ctx, question, scored, list(scored) if scored is not None else [t[0] for t in TRANSFORMATIONS], attempt=1)
     baseline = validate(question, rows, ctx, kept, None)
     failed = [r["type"] for r in rows if r["verdict"] is not None]
-    retried = rewrites(ctx, question, failed, attempt=2) if ctx.regenerate and failed else []
+    retried = proposals(ctx, question, scored, failed, attempt=2) if ctx.regenerate and failed else []
     if retried:
         validate(question, retried, ctx, kept, baseline)
     final = {r["type"]: r for r in rows}
@@ -241,11 +279,23 @@ def cluster_and_sample(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dic
     for j, docs in enumerate(samples):
         emit_evidence(runtime, "sample", docs, path=j)
     sizes = np.bincount(labels).tolist()
+    candidates = pool_answers(ctx, question_of(state), pool) if judge_of(ctx) == "score" else []
     return {
         "clusters": labels.tolist(),
         "samples": samples,
-        "trace": [{"clusters": len(sizes), "cluster_sizes": sizes, "sample_sizes": [len(s) for s in samples]}],
+        "candidates": candidates,
+        "trace": [{"clusters": len(sizes), "cluster_sizes": sizes, "sample_sizes": [len(s) for s in samples], "candidates": candidates}],
     }
+
+
+def pool_answers(ctx: CFRAGContext, question: str, pool: list[Document]) -> list[str]:
+    """The answers the hypotheses choose among: the question's own options, else what the pool's
+    passages answer when each is read alone (one batch), agreeing answers merged."""
+    own = question_options(question)
+    if own:
+        return own
+    readings = read_each(llm_of(ctx), question, pool)
+    return [g.answer for g in group_readings(readings, [str(i) for i in range(len(pool))])]
 
 
 # --------------------------------------------------------------------------- Eq. 8 hypotheses
@@ -254,6 +304,15 @@ def hypothesize(task: HypothesisTask, runtime: Runtime[CFRAGContext]) -> dict:
     """(a_j, r_j) = H(q, E_j): one reasoning path, run as its own ``Send`` branch."""
     ctx = context(runtime)
     docs = list(task.get("documents") or [])
+    candidates = list(task.get("candidates") or [])
+    if candidates and docs:  # scored: the path's answer is a choice among the pool's answers, its rationale the passage stating it
+        choice = read_jointly(llm_of(ctx), [question_of(task)], [docs], [candidates])[0]
+        stating = [d for d in docs if mentions(choice.answer or "", passage_text(d))]
+        hypothesis = {"index": task["index"], "answer": choice.answer or "", "probability": round(choice.probs[choice.best], 4),
+                      "rationale": passage_text(stating[0]) if stating else "", "raw": "",
+                      "evidence": [d.metadata.get("title", "") for d in docs]}
+        emit(runtime, "hypothesis", "hypothesize", **{k: v for k, v in hypothesis.items() if k != "raw"})
+        return {"hypotheses": [hypothesis], "trace": [{"path": task["index"], "choice": choice.as_dict()}]}
     prompt = hypothesis_prompt(question_of(task), docs)
     raw = llm_of(ctx).generate([prompt], max_new_tokens=ctx.hypothesis_tokens, stop=HYPOTHESIS_STOP)[0]
     raw_text = raw[0] if raw else ""
@@ -295,11 +354,21 @@ def arbitrate(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
     answers = [h["answer"] or "unknown" for h in hyps]
     vectors = embed(answers + [passage_text(evidence[i]) for i in ids])
     answer_vecs, evidence_vecs = vectors[: len(hyps)], vectors[len(hyps) :]
-    conf = confidences(llm, question, hyps, samples) if ctx.extended else [0.0] * len(hyps)
+    judged = judge_of(ctx) == "score"
+    if ctx.extended:
+        conf = [h.get("probability", 0.0) for h in hyps] if judged else confidences(llm, question, hyps, samples)
+    else:
+        conf = [0.0] * len(hyps)
+    distinct = list(dict.fromkeys(answers))
+    # Mention(a, e): the string test of Eq. 10, or the scored support P(a | e alone) among the hypotheses' answers
+    support = support_matrix(llm, question, list(evidence.values()), distinct) if judged and len(distinct) > 1 else None
     scored = []
     for j, h in enumerate(hyps):
         rows = [ids.index(d.id) for d in samples[h["index"]]]
-        mention = np.array([mentions(h["answer"], passage_text(evidence[ids[r]])) for r in rows], dtype=float)
+        if support is not None:
+            mention = np.array([support[r][distinct.index(answers[j])] for r in rows], dtype=float)
+        else:
+            mention = np.array([mentions(h["answer"], passage_text(evidence[ids[r]])) for r in rows], dtype=float)
         coh = cm.phi_coherence(evidence_vecs[rows] @ answer_vecs[j], rel[rows, 0], mention, ctx.lambda1, ctx.lambda2)
         causal = cm.phi_causal(rel[rows, 0], rel[rows, 1:])
         spec = cm.specificity(f"{h['answer']} {h['rationale']}")
@@ -322,7 +391,7 @@ def arbitrate(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
         emit(runtime, "score", "arbitrate", **h)
     route = "accept" if consensus else "synthesize"
     emit(runtime, "route", "arbitrate", route=route, agreement=ranked[0]["agreement"] if ranked else 0.0)
-    figures = {"psi": [h["psi"] for h in scored], "phi_coh": [h["phi_coh"] for h in scored],
+    figures = {"mention": "scored support" if support is not None else "string", "psi": [h["psi"] for h in scored], "phi_coh": [h["phi_coh"] for h in scored],
                "phi_causal": [h["phi_causal"] for h in scored], "agreement": [h["agreement"] for h in scored],
                "relevance_source": "llm-query-likelihood", "consensus": consensus, "route": route}
     return {"arbitration": ranked, "consensus": consensus, "trace": [figures]}
@@ -344,13 +413,19 @@ def synthesize(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
 
     Eq. 12 shows E_filtered; a 270M model reads few passages well, so the synthesis sees the top
     hypotheses' own samples, best first, capped at ``synthesis_k``. An empty synthesis falls back
-    to a_{j*}.
+    to a_{j*}. With ``judge="score"`` the synthesis is a scored choice among the top answers (the
+    same prompt, the candidates' answers as the options), so it cannot write a new, unsupported one.
     """
     ctx = context(runtime)
     top = (state.get("arbitration") or [])[:3]
     samples = state.get("samples") or []
     docs = list({d.id: d for h in top for d in samples[h["index"]]}.values())[: ctx.synthesis_k]
     prompt = synthesis_prompt(question_of(state), top, docs)
+    options = list(dict.fromkeys(h["answer"] for h in top if h["answer"]))
+    if judge_of(ctx) == "score" and options:
+        choice = llm_of(ctx).choose([prompt], [options])[0]
+        emit(runtime, "answer", "synthesize", answer=choice.answer, choice=choice.as_dict())
+        return {"answer": choice.answer, "documents": docs, "trace": [{"synthesis_choice": choice.as_dict()}]}
     text = stream_text(runtime, llm_of(ctx), prompt, stage="synthesize", max_new_tokens=ctx.max_new_tokens,
                        stop=SYNTHESIS_STOP)
     final = clean_answer(text)

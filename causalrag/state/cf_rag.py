@@ -12,7 +12,7 @@ from typing import Annotated, Literal, TypedDict
 
 from langchain_core.documents import Document
 
-from causalrag.state.base import OutputState, RAGContext, RAGState
+from causalrag.state.base import JudgedContext, OutputState, RAGState
 
 
 def add_or_reset(left: list[dict] | None, right: list[dict] | None) -> list[dict]:
@@ -31,6 +31,8 @@ class CFRAGState(RAGState):
     """Spectral cluster label of every passage in ``pool`` (§4.2.1)."""
     samples: list[list[Document]]
     """E_j: one stratified sample per reasoning path (Eq. 6-7)."""
+    candidates: list[str]
+    """Scored judgment only: the answers the hypotheses choose among (the pool's passages read alone)."""
     hypotheses: Annotated[list[dict], add_or_reset]
     """(a_j, r_j) from the parallel branches (Eq. 8)."""
     arbitration: list[dict]
@@ -51,10 +53,11 @@ class HypothesisTask(TypedDict):
     question: str
     index: int
     documents: list[Document]
+    candidates: list[str]
 
 
 @dataclass(kw_only=True)
-class CFRAGContext(RAGContext):
+class CFRAGContext(JudgedContext):
     """CF-RAG tunables with the paper's defaults (Table 4); ``k`` is the retrieval depth per query."""
 
     n_counterfactuals: int = 3

@@ -1,7 +1,6 @@
-"""CF-RAG graph logic with a fake LLM and the real in-memory demo store.
-
-Counterfactual validation, both branches of the consensus edge, streamed evidence, the Ψ-based
-choice driven by the relevance log-probs, and bad input.
+"""CF-RAG graph logic with a fake LLM and the real in-memory demo store, generate judgment (the paper's
+text prompts): counterfactual validation, both branches of the consensus edge, streamed evidence,
+the Ψ-based choice driven by the relevance log-probs, and bad input. Scored: tests/graphs/test_cf_rag_scored.py.
 """
 
 import itertools
@@ -51,6 +50,7 @@ def fake(hypotheses, synthesis=" Heath Ledger", logprob=None):
 
 
 def run(llm, store, question=QUESTION, **params):
+    params.setdefault("judge", "generate")
     graph = build_graph("cf_rag", llm=llm, store=store, **params)
     events = list(graph.stream({"question": question}, stream_mode=["updates", "custom", "values"]))
     final = [e for mode, e in events if mode == "values"][-1]
