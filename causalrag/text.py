@@ -137,6 +137,18 @@ def same_answer(a: str, b: str) -> bool:
     return mentions(a, b) or mentions(b, a)
 
 
+def grounded(answer: str, text: str) -> str | None:
+    """The longest run of ``answer``'s words that ``text`` states (``"carbon dioxide and sunlight"`` →
+    ``"carbon dioxide"`` in a passage naming only the gas), or None when it states none of substance."""
+    words = answer.split()
+    for size in range(len(words), 0, -1):
+        for start in range(len(words) - size + 1):
+            part = " ".join(words[start : start + size]).strip(" ,.;:\"'")
+            if mentions(part, text) and set(normalize_answer(part).split()) - _NOT_ANSWERS:
+                return part
+    return None
+
+
 # --------------------------------------------------------------------------- answer candidates
 # Explicit options for scored choices: the small default model ranks given options far better than it
 # writes an answer (docs/methods.md), so answers are chosen among spans the evidence itself contains.

@@ -5,7 +5,7 @@ badly, but it ranks given options well. So a conflict is made explicit before an
 
 1. **isolate** — :func:`read_each` reads every passage *alone*, all in one batch: a question with
    options of its own (yes/no, "A or B") is a scored choice among them; otherwise the model writes a
-   short answer, kept only when the passage states it (grounded), else replaced by a scored choice
+   short answer, kept (trimmed to the words the passage states) when the passage states it, else replaced by a scored choice
    among the spans the passage offers (:func:`reading_options`). Each reading then gets its
    **relevance**: how much the question raises the answer's likelihood in that passage over a
    content-free question ("N/A"; mean log-probability per token). A passage that does not answer
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from langchain_core.documents import Document
 
 from causalrag.prompts.common import ANSWER_STOP, answer_prompt
-from causalrag.text import answer_spans, clean_answer, key_sentences, mentions, normalize_answer, question_options, same_answer
+from causalrag.text import answer_spans, clean_answer, grounded, key_sentences, normalize_answer, question_options, same_answer
 from causalrag.tools.backends.base import Choice
 
 
@@ -79,8 +79,8 @@ def read_each(llm, question: str, docs: Sequence[Document], *, max_new_tokens: i
         written = llm.generate([answer_prompt(question, [d]) for d in docs], max_new_tokens=max_new_tokens, stop=ANSWER_STOP)
         spans = []
         for i, (doc, out) in enumerate(zip(docs, written)):
-            answer = clean_answer(out[0] if out else "")
-            if mentions(answer, passage_text(doc)):
+            answer = grounded(clean_answer(out[0] if out else ""), passage_text(doc))
+            if answer:
                 readings[i] = Reading(answer, how="written")
             elif options := reading_options(question, doc):
                 spans.append((i, options))
