@@ -1,5 +1,19 @@
 """RetroRAG nodes: collate → discover → answer → check ⟲ requery (one iteration L per pass).
 
+With ``judge="score"`` (the default for a model that scores its replies) every judgment is scored,
+no free text is parsed for a decision:
+
+* the discovery gates are likelihood gains (calibrated against "N/A"): s_ra — how much the source
+  passage raises the inference's likelihood ("is it stated there?"), s_qr — how much the inference
+  raises the likelihood of the question ("does it help answer it?"); s = σ(gain), kept iff both > 0.5;
+* the answer a is a scored choice, under the direct prompt M_D with E_s and E_i, among the answers
+  the source passages give when read alone (:mod:`causalrag.nodes.evidence`) — no chain of thought
+  to hallucinate in; its reasoning r (for the re-query) is the source sentence that states a;
+* the self-consistency score s_sc is the choice's probability mass on a: the expected agreement of
+  a temperature-1 SC-generator answer a_sc with a (a_sc itself is one such draw, seeded).
+
+With ``judge="generate"`` the paper's prompts are answered in text and read as below.
+
 Every judgment of the paper (self-consistency s_sc, Question-Relevance s_qr, Reference-Attribution
 s_ra) is a yes-probability P(yes)/(P(yes)+P(no)). The bundled 270M base model answers "Yes" to
 nearly anything (≈ 0.55–0.9 whatever the input), so with ``judge="combined"`` (the default) each
@@ -27,10 +41,11 @@ import numpy as np
 from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
-from causalrag.nodes.common import context, emit, emit_evidence, llm_of, question_of, store_of, stream_text, traced
+from causalrag.nodes.common import context, emit, emit_evidence, judge_of, llm_of, question_of, store_of, stream_text, traced
+from causalrag.nodes.evidence import Reading, group_readings, read_each
 from causalrag.prompts import retro as prompts
 from causalrag.state.retro import RetroContext, RetroState
-from causalrag.text import clean_answer, f1_score, normalize_answer
+from causalrag.text import clean_answer, f1_score, key_sentences, mentions, normalize_answer, question_options, same_answer
 from causalrag.tools.encoders import cosine_matrix
 
 _CONNECTORS = {"of", "van", "von", "de", "der", "du", "la", "le", "the"}
@@ -222,6 +237,9 @@ def discover(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
     )[0][0]
     seen = {normalize_answer(p) for p in previous} | {normalize_answer(question)}
     candidates = [f for f in prompts.parse_facts(completion, ctx.max_inferences) if normalize_answer(f) not in seen]
+    if judge_of(ctx) == "score":
+        judged = scored_gates(llm, candidates, sources, matching)
+        return _discovered(state, runtime, ctx, judged, previous, completion)
     gates = [prompts.question_relevance_prompt(c, previous, matching) for c in candidates]
     gates += [prompts.attribution_prompt(c, best_source(c, sources)) for c in candidates]
     gates += [prompts.question_relevance_prompt(prompts.CONTENT_FREE, previous, matching),
@@ -232,25 +250,49 @@ def discover(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
     relevance = cosine_matrix(candidates, [matching, *previous]).max(axis=1) if candidates else []
     judged = [
         {"fact": c,
-         "qr": judge(yes[i], yes[2 * n], float(relevance[i]), ctx.judge),
-         "ra": judge(yes[n + i], yes[2 * n + 1], support(c, sources), ctx.judge)}
+         "qr": judge(yes[i], yes[2 * n], float(relevance[i]), ctx.yes_score),
+         "ra": judge(yes[n + i], yes[2 * n + 1], support(c, sources), ctx.yes_score)}
         for i, c in enumerate(candidates)
     ]
+    return _discovered(state, runtime, ctx, judged, previous, completion)
+
+
+def _discovered(state: RetroState, runtime: Runtime, ctx: RetroContext, judged: list[dict], previous: list[str], completion: str) -> dict:
+    """Keep the inferences that pass both gates, merge with E_i^(L-1), score against q with S_e, keep the top K."""
     passed = [j["fact"] for j in judged if j["qr"]["score"] > ctx.gate_threshold and j["ra"]["score"] > ctx.gate_threshold]
     pool = previous + passed
     if ctx.collation:
-        scores = match_scores(ctx, question, pool)
+        scores = match_scores(ctx, question_of(state), pool)
         kept = [pool[i] for i in top(pool, scores, ctx.inferential_size)]
     else:
         scores, kept = [], pool
     emit(runtime, "inferences", "discover", iteration=state.get("iteration", 1), candidates=judged, kept=kept)
-    uninformative = sum(j[g]["uninformative"] for j in judged for g in ("qr", "ra"))
+    uninformative = sum(bool(j[g].get("uninformative")) for j in judged for g in ("qr", "ra"))
     return {
         "inferential_evidence": kept,
-        "trace": [{"iteration": state.get("iteration", 1), "generated": n, "passed": len(passed), "kept": kept,
+        "trace": [{"iteration": state.get("iteration", 1), "generated": len(judged), "passed": len(passed), "kept": kept,
                    "gates": judged, "match_scores": scores, "gates_uninformative_llm": uninformative,
-                   "parse_fallbacks": int(not candidates and bool(completion.strip()))}],
+                   "parse_fallbacks": int(not judged and bool(completion.strip()))}],
     }
+
+
+def scored_gates(llm, facts: Sequence[str], sources: Sequence[Document], matching: str) -> list[dict]:
+    """s_ra and s_qr of every inference as likelihood gains over a content-free input, in one ``choose`` call.
+
+    s_ra: the inference read after its best source passage vs after "N/A"; s_qr: the matching query
+    read after the inference vs after "N/A". σ(mean gain per token) > 0.5 ⟺ the evidence raises it.
+    """
+    if not facts:
+        return []
+    attributed = [prompts.claim_prompt(best_source(f, sources)) for f in facts]
+    relevant = [prompts.helps_prompt(f) for f in facts]
+    choices = llm.choose(
+        attributed + relevant,
+        [[f] for f in facts] + [[matching]] * len(facts),
+        neutral=[prompts.claim_prompt([])] * len(facts) + [prompts.helps_prompt(prompts.CONTENT_FREE)] * len(facts),
+    )
+    gate = lambda c: {"gain": round(c.scores[0], 4), "score": round(1 / (1 + math.exp(-c.scores[0])), 4)}  # noqa: E731
+    return [{"fact": f, "ra": gate(choices[i]), "qr": gate(choices[len(facts) + i])} for i, f in enumerate(facts)]
 
 
 @traced
@@ -264,6 +306,8 @@ def answer(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
     question, llm = question_of(state), llm_of(ctx)
     sources = list(state.get("source_evidence") or [])
     facts = list(state.get("inferential_evidence") or [])
+    if judge_of(ctx) == "score":
+        return scored_answer(state, runtime, ctx, sources, facts)
     cot = prompts.cot_prompt(question, sources, facts)
     if ctx.answer_temperature > 0:
         completion = llm.generate([cot], max_new_tokens=ctx.reasoning_tokens, temperature=ctx.answer_temperature,
@@ -286,6 +330,42 @@ def answer(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
                        "cot_fallbacks": int(fallback)}]}
 
 
+def scored_answer(state: RetroState, runtime: Runtime, ctx: RetroContext, sources: list[Document], facts: list[str]) -> dict:
+    """a: the scored choice under M_D among the answers the sources give read alone (each passage is
+    read once per run and remembered in ``read``); s_sc: the choice's mass on a; a_sc: one seeded
+    temperature-``sc_temperature`` draw from the choice."""
+    question, llm = question_of(state), llm_of(ctx)
+    read = dict(state.get("read") or {})
+    unread = [d for d in sources if d.id not in read]
+    for doc, reading in zip(unread, read_each(llm, question, unread)):
+        read[doc.id] = reading.as_dict()
+    held = [Reading(**read[d.id]) for d in sources]
+    options = question_options(question) or [g.answer for g in group_readings(held, [d.id for d in sources])]
+    iteration = state.get("iteration", 1)
+    if not options:  # no source answers the question: the direct prompt writes one (counted as a fallback)
+        final = clean_answer(llm.generate([prompts.direct_prompt(question, sources, facts)], max_new_tokens=ctx.max_new_tokens,
+                                          stop=prompts.LINE_STOP)[0][0])
+        return {"answer": final, "reasoning": "", "sc_answer": "", "sc_choice": {}, "read": read,
+                "trace": [{"iteration": iteration, "answer": final, "no_candidate_fallbacks": 1}]}
+    choice = llm.choose([prompts.direct_prompt(question, sources, facts)], [options])[0]
+    final = choice.answer or ""
+    stating = [d for d in sources if mentions(final, passage_text(d))]
+    reasoning = key_sentences(question, passage_text(stating[0]), 1) if stating else ""
+    rng = np.random.default_rng(None if ctx.seed is None else ctx.seed + iteration)
+    temperature = max(ctx.sc_temperature, 1e-3)
+    weights = np.exp((np.array(choice.scores) - max(choice.scores)) / temperature)
+    sc_answer = choice.options[int(rng.choice(len(weights), p=weights / weights.sum()))]
+    emit(runtime, "answer", "answer", iteration=iteration, answer=final, reasoning=reasoning, sc_answer=sc_answer, choice=choice.as_dict())
+    return {"answer": final, "reasoning": reasoning, "sc_answer": sc_answer, "sc_choice": choice.as_dict(), "read": read,
+            "trace": [{"iteration": iteration, "answer": final, "reasoning": reasoning, "sc_answer": sc_answer,
+                       "choice": choice.as_dict(), "no_candidate_fallbacks": 0}]}
+
+
+def consistency_mass(final: str, choice: dict) -> float:
+    """s_sc (scored): the choice's probability on answers that agree with a."""
+    return float(sum(p for o, p in zip(choice.get("options", []), choice.get("probs", [])) if same_answer(o, final)))
+
+
 @traced
 def check(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
     """Answer evaluation (Eq. 1): s_sc from M_sc; stop when s_sc > t or after ``max_iterations``.
@@ -296,12 +376,16 @@ def check(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
     question = question_of(state)
     final, sc_answer = state.get("answer") or "", state.get("sc_answer") or ""
     iteration = state.get("iteration", 1)
-    if normalize_answer(final) and normalize_answer(sc_answer):
+    if judge_of(ctx) == "score":
+        mass = consistency_mass(final, state.get("sc_choice") or {}) if normalize_answer(final) else 0.0
+        verdict = {"raw": None, "calibrated": None, "agreement": round(answer_agreement(final, sc_answer), 4),
+                   "score": round(mass, 4), "uninformative": False, "scored": True}
+    elif normalize_answer(final) and normalize_answer(sc_answer):
         raw, neutral = llm_of(ctx).yes_probability([
             prompts.consistency_prompt(question, final, sc_answer),
             prompts.consistency_prompt(question, prompts.CONTENT_FREE, prompts.CONTENT_FREE),
         ])
-        verdict = judge(raw, neutral, answer_agreement(final, sc_answer), ctx.judge)
+        verdict = judge(raw, neutral, answer_agreement(final, sc_answer), ctx.yes_score)
     else:
         verdict = {"raw": None, "calibrated": None, "agreement": 0.0, "score": 0.0, "uninformative": False}
     score = verdict["score"]
@@ -320,7 +404,7 @@ def check(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
     }
     return {"answer": output, "sc_score": score, "stop_reason": reason, "rounds": [record],
             "trace": [{"iteration": iteration, "sc": verdict, "stop": reason,
-                       "empty_answer": int(verdict["raw"] is None), "empty_final_fallback": int(output != final)}]}
+                       "empty_answer": int(not normalize_answer(final) if verdict.get("scored") else verdict["raw"] is None), "empty_final_fallback": int(output != final)}]}
 
 
 def last_answer(final: str, sc_answer: str, rounds: list[dict]) -> str:

@@ -132,3 +132,14 @@ def requery_prompt(question: str, documents: Sequence[Document], inferences: Seq
         f"{context_block(documents, inferences)}\nQuestion: {one_line(question)}\n"
         f"Reasoning: {one_line(reasoning) or 'not enough information'}\nSearch query:"
     )
+
+
+def claim_prompt(documents: Sequence[Document]) -> str:
+    """Scored M_ra: after it, an inference's likelihood says how much the passage states it ("N/A": none)."""
+    passages = format_passages(documents) if documents else CONTENT_FREE
+    return f"Passages:\n{passages}\nA fact these passages state:"
+
+
+def helps_prompt(fact: str) -> str:
+    """Scored M_qr: after it, the question's likelihood says how much the inference helps answer it."""
+    return f"Known fact: {inert(fact)}\nA question this fact helps answer:"

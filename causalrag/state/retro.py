@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from langchain_core.documents import Document
 
-from causalrag.state.base import OutputState, RAGContext, RAGState
+from causalrag.state.base import JudgedContext, OutputState, RAGState
 
 
 class RetroOutput(OutputState):
@@ -40,6 +40,10 @@ class RetroState(RAGState):
     """r: the chain-of-thought behind the pseudo-answer a (``answer``)."""
     sc_answer: str
     """a_sc: the self-consistency (direct, temperature 1.0) answer."""
+    sc_choice: dict
+    """Scored judgment only: the direct answer's choice among the candidate answers (s_sc is its mass on a)."""
+    read: dict
+    """Scored judgment only: each source passage's reading (by id), read once per run."""
     sc_score: float
     """s_sc: the evaluator's agreement score of a and a_sc."""
     stop_reason: str
@@ -49,7 +53,7 @@ class RetroState(RAGState):
 
 
 @dataclass(kw_only=True)
-class RetroContext(RAGContext):
+class RetroContext(JudgedContext):
     """RetroRAG's tunables with the paper's defaults (Experiments → Settings, Figure 4)."""
 
     retrieval: Literal["dense", "bm25", "hybrid"] = "bm25"
@@ -70,10 +74,10 @@ class RetroContext(RAGContext):
     """Answer-generator temperature (paper: 0.01; 0 is greedy)."""
     sc_temperature: float = 1.0
     """SC-generator temperature (paper: 1.00)."""
-    judge: Literal["combined", "calibrated", "raw"] = "combined"
-    """How yes-probabilities become s_sc, s_qr, s_ra: "raw" is the paper's P(yes)/(P(yes)+P(no));
-    "calibrated" contrasts it with a content-free prompt; "combined" (default for small models)
-    averages the calibrated probability with a text-agreement score (see ``nodes.retro``)."""
+    yes_score: Literal["combined", "calibrated", "raw"] = "combined"
+    """With ``judge="generate"``: how the evaluators' yes-probabilities become s_sc, s_qr, s_ra: "raw" is
+    the paper's P(yes)/(P(yes)+P(no)); "calibrated" contrasts it with a content-free prompt;
+    "combined" averages the calibrated probability with a text-agreement score (see ``nodes.retro``)."""
     matching: Literal["llm", "dense", "combined"] = "combined"
     """Matching scorer S_e for collation and inferential-evidence updating: the LLM relevance
     yes-probability (paper, prompt M_e), dense cosine, or the mean of their z-scores."""

@@ -32,6 +32,7 @@ def consistent_llm(sc_answer: str = " Rhine", sc_yes: float = 0.9, **rules) -> F
 
 
 def run(llm, store, question=BRIDGE, **params):
+    params.setdefault("judge", "generate")  # the paper's text prompts; scored: tests/graphs/test_retro_scored.py
     return build_graph("retro", llm=llm, store=store, **params).invoke({"question": question})
 
 
@@ -111,7 +112,7 @@ def test_discovery_gates_keep_only_items_passing_both(memory_store):
         "Claim: Bonn lies": 0.99, "Claim: Mozart": 0.99, "Claim: Bonn has": 0.01,
         "Do A and B give the same answer?": 0.9,
     })
-    state = run(llm, memory_store, judge="calibrated")
+    state = run(llm, memory_store, yes_score="calibrated")
     gates = next(e for e in state["trace"] if e["node"] == "discover")["gates"]
     assert [g["fact"] for g in gates] == ["Bonn lies on the Rhine.", "Mozart worked in Vienna.", "Bonn has a zoo."]
     assert state["inferential_evidence"] == ["Bonn lies on the Rhine."]
@@ -161,7 +162,7 @@ def test_requery_adding_nothing_to_the_question_falls_back(memory_store):
 
 
 def test_stream_shows_every_stage(memory_store):
-    graph = build_graph("retro", llm=consistent_llm(sc_answer=" Danube"), store=memory_store, max_iterations=2)
+    graph = build_graph("retro", llm=consistent_llm(sc_answer=" Danube"), store=memory_store, max_iterations=2, judge="generate")
     events = [e for mode, e in graph.stream({"question": BRIDGE}, stream_mode=["updates", "custom"]) if mode == "custom"]
     kinds = [(e["type"], e["stage"]) for e in events]
     for kind in [("evidence", "collate"), ("inferences", "discover"), ("token", "answer"), ("answer", "answer"),

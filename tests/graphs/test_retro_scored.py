@@ -1,0 +1,89 @@
+"""RetroRAG with scored judgments (judge="score"), fake LLM, real in-memory demo store: the answer is a
+choice among what the sources state, s_sc the choice's mass on it, the gates likelihood gains."""
+
+import re
+
+from causalrag.graphs.registry import build_graph
+from causalrag.nodes.retro import scored_gates
+from causalrag.prompts.retro import claim_prompt
+from causalrag.tools.store import Passage, Store
+from tests.fakes import FakeLLM
+
+BRIDGE = "Which river flows through the city where Ludwig van Beethoven was born?"
+RIVERS = ("Rhine", "Danube")
+
+
+def passages(prompt: str) -> str:
+    return prompt.rsplit("Passages:", 1)[-1].rsplit("Question:", 1)[0]
+
+
+def reader(confidence: float = 3.0, facts: str = " Beethoven was born in Bonn.\n- Bonn lies on the Rhine.") -> FakeLLM:
+    """Writes the river its passage names; scores Rhine above Danube by ``confidence`` in M_D; gates by content."""
+
+    def write(prompt: str) -> str:
+        named = [r for r in RIVERS if r in passages(prompt)]
+        return f" {named[0]}" if named else " unknown"
+
+    def option(prompt: str, option: str) -> float:
+        if "A fact these passages state:" in prompt:  # s_ra: stated in the passage?
+            words = set(re.findall(r"\w+", option.lower())) - {"the", "was", "in", "on", "lies"}
+            if "N/A" in passages(prompt + "Question:"):
+                return -1.0  # a claim is somewhat likely with no passage at all
+            return 0.0 if words <= set(re.findall(r"\w+", prompt.lower())) else -2.0
+        if "A question this fact helps answer:" in prompt:  # s_qr: does the fact help?
+            return -1.0 if "Known fact: N/A" in prompt else 0.0
+        if "Question: N/A" in prompt:
+            return -2.0
+        return {"Rhine": 0.0, "Danube": -confidence}.get(option, -4.0)
+
+    return FakeLLM({"Search query:": " Bonn river", "Write short facts": facts, "Answer the question": write}, option=option)
+
+
+def run(llm, store, **params):
+    return build_graph("retro", llm=llm, store=store, judge="score", **params).invoke({"question": BRIDGE})
+
+
+def test_a_confident_choice_stops_at_once_without_chain_of_thought(memory_store):
+    llm = reader()
+    state = run(llm, memory_store)
+    assert state["answer"] == "Rhine" and [r["stop"] for r in state["rounds"]] == ["consistent"]
+    assert state["rounds"][0]["sc"]["score"] > 0.7 and state["rounds"][0]["sc"]["scored"]
+    assert not any("Reason in one sentence" in p or "Do A and B give the same answer?" in p for p in llm.prompts)
+    answer = next(e for e in state["trace"] if e["node"] == "answer")
+    assert set(answer["choice"]["options"]) >= {"Rhine"} and answer["no_candidate_fallbacks"] == 0
+
+
+def test_a_split_choice_goes_round_again_and_reads_each_passage_once():
+    rivers = Store.in_memory([
+        Passage("Bonn", "Bonn is a city on the banks of the Rhine. Ludwig van Beethoven was born in Bonn."),
+        Passage("Vienna", "Vienna lies on the Danube. Beethoven lived and died in Vienna."),
+        Passage("Ludwig van Beethoven", "Ludwig van Beethoven was a German composer born in Bonn who moved to Vienna."),
+    ])
+    llm = reader(confidence=0.0)  # Rhine and Danube equally likely: s_sc ≈ 0.5 < 0.7
+    state = run(llm, rivers, max_iterations=2)
+    assert [r["stop"] for r in state["rounds"]] == ["", "max_iterations"]
+    assert all(r["sc"]["score"] < 0.7 for r in state["rounds"])
+    single = [p for p in llm.prompts if p.count("\n[") == 0 and "Answer the question with a short phrase from the passages" in p]
+    reads = [passages(p) for p in single]
+    assert len(reads) == len(set(reads))  # a passage held over from iteration 1 is not read again
+
+
+def test_gates_keep_stated_relevant_inferences_and_drop_invented_ones():
+    bonn = Passage("Bonn", "Bonn is a city on the banks of the Rhine.").to_document()
+    judged = scored_gates(reader(), ["Bonn lies on the Rhine.", "Vienna hosts the Oscars."], [bonn], BRIDGE)
+    stated, invented = judged
+    assert stated["ra"]["score"] > 0.5 and stated["qr"]["score"] > 0.5
+    assert invented["ra"]["score"] < 0.5
+    assert claim_prompt([]).startswith("Passages:\nN/A")
+
+
+def test_no_candidate_falls_back_to_the_written_direct_answer():
+    empty = FakeLLM({"Search query:": " x", "Write short facts": " nothing", "Answer the question": " unknown"}, option=lambda p, o: -1.0)
+
+    class Nothing:
+        def retrieve(self, *args, **kwargs):
+            return []
+
+    state = build_graph("retro", llm=empty, store=Nothing(), judge="score", max_iterations=1).invoke({"question": BRIDGE})
+    answer = next(e for e in state["trace"] if e["node"] == "answer")
+    assert answer["no_candidate_fallbacks"] == 1 and state["answer"] == "unknown"
