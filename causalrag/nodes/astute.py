@@ -24,7 +24,7 @@ from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
 from causalrag.nodes.common import context, emit, emit_evidence, judge_of, llm_of, question_of, stream_text, traced
-from causalrag.nodes.evidence import Reading, group_readings, passage_text, read_each, read_jointly
+from causalrag.nodes.evidence import Reading, group_readings, passage_text, read_each, read_jointly, with_candidate, written_answer
 from causalrag.prompts.astute import (
     BLOCK_STOP,
     EXTERNAL,
@@ -205,7 +205,7 @@ def propose(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
     return {"candidates": candidates, "trace": [figures]}
 
 
-def _finish(runtime: Runtime, state: AstuteState, candidates: list[dict], final: str | None) -> tuple[dict, dict]:
+def _finish(runtime: Runtime, state: AstuteState, candidates: list[dict], final: str | None, *, scored: bool = False) -> tuple[dict, dict]:
     """The final answer: the candidate the marked answer names, else the most reliable candidate.
 
     When groups carry answers, the final answer is one of them, so a few-shot example copied into
@@ -217,14 +217,15 @@ def _finish(runtime: Runtime, state: AstuteState, candidates: list[dict], final:
     ctx = context(runtime)
     pool = state.get("pool") or []
     chosen = match_candidate(final, candidates)
-    select_fallback = int(chosen < 0 and bool(candidates))
+    select_fallback = int(chosen < 0 and bool(candidates) and not (scored and final))
     if select_fallback:
         chosen = most_reliable(candidates)
-    marked = not candidates and bool(final) and not echoes_example({"answer": final}, format_pool(pool))
+    # a scored choice may pick the passages' joint answer, which no group holds; text is checked for echoes
+    marked = chosen < 0 and bool(final) and (scored or (not candidates and not echoes_example({"answer": final}, format_pool(pool))))
     if chosen >= 0:
         answer, used = candidates[chosen]["answer"], members(candidates[chosen], pool)
     elif marked:
-        answer, used = final, list(pool)
+        answer, used = final, list(state.get("documents") or pool) if scored else list(pool)
     else:  # no group proposed an answer and no usable marker (e.g. an empty pool): plain RAG's answer
         used = list(state.get("documents") or [])[: ctx.k]
         answer = clean_answer(
@@ -253,7 +254,7 @@ def select(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
     candidates = list(state.get("candidates") or [])
     if judge_of(ctx) == "score":
         final, figures = _most_reliable_scored(state, runtime, candidates)
-        update, finish_figures = _finish(runtime, state, candidates, final)
+        update, finish_figures = _finish(runtime, state, candidates, final, scored=True)
         return {**update, "trace": [{**figures, **finish_figures}]}
     final = None
     if len(candidates) > 1:
@@ -276,7 +277,7 @@ def answer_combined(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict
         update = _scored_round(state, runtime, node="answer_combined")
         groups = update["groups"]
         final, figures = _most_reliable_scored({**state, **update}, runtime, groups)
-        finished, finish_figures = _finish(runtime, {**state, **update}, groups, final)
+        finished, finish_figures = _finish(runtime, {**state, **update}, groups, final, scored=True)
         return {**update, **finished, "trace": [{**update["trace"][0], **figures, **finish_figures}]}
     text, groups, figures = _consolidation_round(
         state, runtime, combined_prompt, node="answer_combined", stage="answer_combined", max_new_tokens=ctx.consolidation_tokens + ctx.max_new_tokens
@@ -343,16 +344,25 @@ def _scored_confidences(llm, question: str, groups: Sequence[dict], pool: Sequen
 
 
 def _most_reliable_scored(state: AstuteState, runtime: Runtime, candidates: Sequence[dict]) -> tuple[str | None, dict]:
-    """§3.5's comparison of reliability as explicit scores: cross-source confirmation first (how many
-    independent sources, retrieved or from memory, give the answer), then the scored choice among the
-    candidate answers given every passage together (which also breaks ties)."""
-    if not candidates:
-        return None, {"reliability": []}
+    """§3.5's comparison of reliability as explicit scores.
+
+    Cross-source confirmation first: a group's sources beyond the first (retrieved or from memory)
+    confirm its answer; then the scored choice among the candidate answers given every passage
+    together, which also decides whenever no answer is confirmed. The model's own reading of all
+    passages together (standard RAG's answer) joins the candidates without a source of its own, so
+    a question that no single passage answers (a bridge) keeps the answer only the whole set gives.
+    """
     ctx = context(runtime)
-    answers = [c["answer"] for c in candidates]
+    llm, question = llm_of(ctx), question_of(state)
     everything = list(state.get("documents") or []) + list(state.get("internal") or [])
-    joint = read_jointly(llm_of(ctx), [question_of(state)], [everything], [answers])[0] if len(candidates) > 1 else None
-    reliability = [len(c["sources"]) + (joint.probs[i] if joint else 1.0) for i, c in enumerate(candidates)]
-    best = max(range(len(candidates)), key=reliability.__getitem__)
+    prompt = answer_prompt(question, everything)
+    joint_answer = written_answer(llm, prompt, max_new_tokens=ctx.max_new_tokens)
+    answers = with_candidate([c["answer"] for c in candidates], joint_answer)
+    if not answers:
+        return None, {"reliability": [], "joint_answer": joint_answer}
+    joint = llm.choose([prompt], [answers])[0]
+    confirmations = [max(0, len(c["sources"]) - 1) for c in candidates] + [0] * (len(answers) - len(candidates))
+    reliability = [n + p for n, p in zip(confirmations, joint.probs)]
+    best = max(range(len(answers)), key=reliability.__getitem__)
     emit(runtime, "reliability", "select", answers=answers, reliability=[round(r, 4) for r in reliability])
-    return answers[best], {"reliability": [round(r, 4) for r in reliability], "joint_choice": joint.as_dict() if joint else None}
+    return answers[best], {"reliability": [round(r, 4) for r in reliability], "joint_answer": joint_answer, "joint_choice": joint.as_dict()}

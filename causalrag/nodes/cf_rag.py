@@ -33,7 +33,7 @@ from langgraph.runtime import Runtime
 from causalrag.nodes import cf_rag_math as cm
 from causalrag.nodes.cf_rag_edits import edits_by_type, question_entities
 from causalrag.nodes.common import context, emit, emit_evidence, judge_of, llm_of, question_of, store_of, stream_text, traced
-from causalrag.nodes.evidence import group_readings, read_each, read_jointly, support_matrix
+from causalrag.nodes.evidence import group_readings, read_each, read_jointly, support_matrix, with_candidate, written_answer
 from causalrag.prompts.cf_rag import (
     COUNTERFACTUAL_STOP,
     HYPOTHESIS_STOP,
@@ -290,12 +290,15 @@ def cluster_and_sample(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dic
 
 def pool_answers(ctx: CFRAGContext, question: str, pool: list[Document]) -> list[str]:
     """The answers the hypotheses choose among: the question's own options, else what the pool's
-    passages answer when each is read alone (one batch), agreeing answers merged."""
+    passages answer when each is read alone (one batch), agreeing answers merged, plus what the
+    question's own top ``k`` passages give read together (a bridge answer no single passage gives)."""
     own = question_options(question)
     if own:
         return own
-    readings = read_each(llm_of(ctx), question, pool)
-    return [g.answer for g in group_readings(readings, [str(i) for i in range(len(pool))])]
+    llm = llm_of(ctx)
+    readings = read_each(llm, question, pool)
+    together = written_answer(llm, answer_prompt(question, pool[: ctx.k]), max_new_tokens=ctx.max_new_tokens)
+    return with_candidate([g.answer for g in group_readings(readings, [str(i) for i in range(len(pool))])], together)
 
 
 # --------------------------------------------------------------------------- Eq. 8 hypotheses

@@ -145,6 +145,21 @@ def group_readings(readings: Sequence[Reading], labels: Sequence[str]) -> list[G
     return sorted(groups, key=lambda g: (-len(g.members), g.members[0]))
 
 
+def written_answer(llm, prompt: str, *, max_new_tokens: int = 24) -> str:
+    """The model's own short answer to a prompt that holds every passage (standard RAG's reading):
+    one more candidate, so a scored choice can always pick what the passages read together say."""
+    out = llm.generate([prompt], max_new_tokens=max_new_tokens, stop=ANSWER_STOP)[0]
+    return clean_answer(out[0] if out else "")
+
+
+def with_candidate(options: Sequence[str], answer: str) -> list[str]:
+    """``options`` plus ``answer`` unless one of them already agrees with it (or it is empty)."""
+    options = list(options)
+    if normalize_answer(answer) and not any(same_answer(answer, o) for o in options):
+        options.append(answer)
+    return options
+
+
 def read_jointly(llm, questions: Sequence[str], contexts: Sequence[Sequence[Document]], options: Sequence[Sequence[str]]) -> list[Choice]:
     """Scored choices among fixed candidate answers, each given its passages together (one batched call)."""
     return llm.choose([answer_prompt(q, list(docs)) for q, docs in zip(questions, contexts)], [list(o) for o in options])

@@ -42,7 +42,7 @@ from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
 from causalrag.nodes.common import context, emit, emit_evidence, judge_of, llm_of, question_of, store_of, stream_text, traced
-from causalrag.nodes.evidence import Reading, group_readings, read_each
+from causalrag.nodes.evidence import Reading, group_readings, read_each, with_candidate, written_answer
 from causalrag.prompts import retro as prompts
 from causalrag.state.retro import RetroContext, RetroState
 from causalrag.text import clean_answer, f1_score, key_sentences, mentions, normalize_answer, question_options, same_answer
@@ -332,7 +332,8 @@ def answer(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
 
 def scored_answer(state: RetroState, runtime: Runtime, ctx: RetroContext, sources: list[Document], facts: list[str]) -> dict:
     """a: the scored choice under M_D among the answers the sources give read alone (each passage is
-    read once per run and remembered in ``read``); s_sc: the choice's mass on a; a_sc: one seeded
+    read once per run and remembered in ``read``) and M_D's own greedy answer over E_s and E_i (a
+    bridge answer no single source gives); s_sc: the choice's mass on a; a_sc: one seeded
     temperature-``sc_temperature`` draw from the choice."""
     question, llm = question_of(state), llm_of(ctx)
     read = dict(state.get("read") or {})
@@ -340,14 +341,15 @@ def scored_answer(state: RetroState, runtime: Runtime, ctx: RetroContext, source
     for doc, reading in zip(unread, read_each(llm, question, unread)):
         read[doc.id] = reading.as_dict()
     held = [Reading(**read[d.id]) for d in sources]
-    options = question_options(question) or [g.answer for g in group_readings(held, [d.id for d in sources])]
+    direct = prompts.direct_prompt(question, sources, facts)
+    options = question_options(question) or with_candidate(
+        [g.answer for g in group_readings(held, [d.id for d in sources])], written_answer(llm, direct, max_new_tokens=ctx.max_new_tokens)
+    )
     iteration = state.get("iteration", 1)
-    if not options:  # no source answers the question: the direct prompt writes one (counted as a fallback)
-        final = clean_answer(llm.generate([prompts.direct_prompt(question, sources, facts)], max_new_tokens=ctx.max_new_tokens,
-                                          stop=prompts.LINE_STOP)[0][0])
-        return {"answer": final, "reasoning": "", "sc_answer": "", "sc_choice": {}, "read": read,
-                "trace": [{"iteration": iteration, "answer": final, "no_candidate_fallbacks": 1}]}
-    choice = llm.choose([prompts.direct_prompt(question, sources, facts)], [options])[0]
+    if not options:  # nothing to choose among (no reading, no written answer)
+        return {"answer": "", "reasoning": "", "sc_answer": "", "sc_choice": {}, "read": read,
+                "trace": [{"iteration": iteration, "answer": "", "no_candidate_fallbacks": 1}]}
+    choice = llm.choose([direct], [options])[0]
     final = choice.answer or ""
     stating = [d for d in sources if mentions(final, passage_text(d))]
     reasoning = key_sentences(question, passage_text(stating[0]), 1) if stating else ""

@@ -77,8 +77,8 @@ def test_gates_keep_stated_relevant_inferences_and_drop_invented_ones():
     assert claim_prompt([]).startswith("Passages:\nN/A")
 
 
-def test_no_candidate_falls_back_to_the_written_direct_answer():
-    empty = FakeLLM({"Search query:": " x", "Write short facts": " nothing", "Answer the question": " unknown"}, option=lambda p, o: -1.0)
+def test_nothing_retrieved_the_written_answer_is_the_only_candidate_and_nothing_at_all_is_counted():
+    empty = FakeLLM({"Search query:": " x", "Write short facts": " nothing", "Answer the question": " Bonn"}, option=lambda p, o: -1.0)
 
     class Nothing:
         def retrieve(self, *args, **kwargs):
@@ -86,4 +86,7 @@ def test_no_candidate_falls_back_to_the_written_direct_answer():
 
     state = build_graph("retro", llm=empty, store=Nothing(), judge="score", max_iterations=1).invoke({"question": BRIDGE})
     answer = next(e for e in state["trace"] if e["node"] == "answer")
-    assert answer["no_candidate_fallbacks"] == 1 and state["answer"] == "unknown"
+    assert answer["no_candidate_fallbacks"] == 0 and answer["choice"]["options"] == ["Bonn"] and state["answer"] == "Bonn"
+    silent = FakeLLM({"Search query:": " x", "Write short facts": " nothing", "Answer the question": " "}, option=lambda p, o: -1.0)
+    state = build_graph("retro", llm=silent, store=Nothing(), judge="score", max_iterations=1).invoke({"question": BRIDGE})
+    assert next(e for e in state["trace"] if e["node"] == "answer")["no_candidate_fallbacks"] == 1 and state["answer"] == ""
