@@ -137,14 +137,21 @@ def same_answer(a: str, b: str) -> bool:
     return mentions(a, b) or mentions(b, a)
 
 
+GROUNDED_WORDS = 12
+"""Words of a written answer :func:`grounded` looks at: a short answer's; past that the model is rambling
+(and the search over runs of words grows with the square of their number)."""
+
+
 def grounded(answer: str, text: str) -> str | None:
     """The longest run of ``answer``'s words that ``text`` states (``"carbon dioxide and sunlight"`` →
     ``"carbon dioxide"`` in a passage naming only the gas), or None when it states none of substance."""
-    words = answer.split()
+    words = answer.split()[:GROUNDED_WORDS]
+    stated = f" {normalize_answer(text)} "
     for size in range(len(words), 0, -1):
         for start in range(len(words) - size + 1):
             part = " ".join(words[start : start + size]).strip(" ,.;:\"'")
-            if mentions(part, text) and set(normalize_answer(part).split()) - _NOT_ANSWERS:
+            norm = normalize_answer(part)
+            if norm and f" {norm} " in stated and set(norm.split()) - _NOT_ANSWERS:
                 return part
     return None
 

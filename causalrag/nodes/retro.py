@@ -41,17 +41,20 @@ import numpy as np
 from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
-from causalrag.nodes.common import context, emit, emit_evidence, judge_of, llm_of, question_of, store_of, stream_text, traced
+from causalrag.nodes.common import context, emit, emit_evidence, fit, judge_of, llm_of, question_of, store_of, stream_text, traced
 from causalrag.nodes.evidence import Reading, group_readings, read_each, with_candidate, written_answer
 from causalrag.prompts import retro as prompts
 from causalrag.state.retro import RetroContext, RetroState
 from causalrag.text import clean_answer, f1_score, key_sentences, mentions, normalize_answer, question_options, same_answer
+from causalrag.tools.backends.base import softmax
 from causalrag.tools.encoders import cosine_matrix
 
 _CONNECTORS = {"of", "van", "von", "de", "der", "du", "la", "le", "the"}
 _LEADING = {"in", "on", "at", "what", "which", "who", "whom", "whose", "where", "when", "how", "why",
             "is", "are", "was", "were", "did", "does", "do", "for", "from", "to", "by", "of", "name"}
 _STOPWORDS = _LEADING | _CONNECTORS | {"and", "a", "an", "it", "its", "his", "her", "their", "was", "with", "as", "that", "this", "be"}
+FACT_ROOM = 128
+"""Tokens kept beside E_s for the inferential evidence and the re-query's reasoning line when E_s is fitted."""
 _UNINFORMATIVE = 0.1
 """A calibrated yes-probability within this distance of 0.5 says nothing: text agreement decides."""
 
@@ -190,13 +193,16 @@ def collate(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
     held = list(state.get("source_evidence") or [])
     held_ids = {d.id for d in held}
     hits = store_of(ctx).retrieve(search, ctx.retrieve_k + len(held), mode=ctx.retrieval, ids=ctx.ids)
-    new = [d for d in hits if d.id not in held_ids][: ctx.retrieve_k]
+    llm, facts = llm_of(ctx), list(state.get("inferential_evidence") or [])
+    fits = lambda docs: fit(llm, docs, lambda ds: prompts.cot_prompt(question, ds, facts), reply_tokens=ctx.reasoning_tokens + FACT_ROOM)  # noqa: E731
+    new = [trimmed for d in hits if d.id not in held_ids for trimmed in fits([d])][: ctx.retrieve_k]  # each fits alone
     pool = held + new
     if ctx.collation:
         scores = match_scores(ctx, matching, [passage_text(d) for d in pool])
         kept = [with_score(pool[i], scores[i]) for i in top(pool, scores, ctx.evidence_size)]
     else:
         scores, kept = [], pool
+    kept = fits(kept)  # and together, best first, in every prompt that holds E_s
     kept_ids = {d.id for d in kept}
     dropped = [d.metadata.get("title", d.id) for d in held if d.id not in kept_ids]
     emit_evidence(runtime, "collate", kept, iteration=iteration, query=search, new=len(new), dropped=dropped)
@@ -354,9 +360,8 @@ def scored_answer(state: RetroState, runtime: Runtime, ctx: RetroContext, source
     stating = [d for d in sources if mentions(final, passage_text(d))]
     reasoning = key_sentences(question, passage_text(stating[0]), 1) if stating else ""
     rng = np.random.default_rng(None if ctx.seed is None else ctx.seed + iteration)
-    temperature = max(ctx.sc_temperature, 1e-3)
-    weights = np.exp((np.array(choice.scores) - max(choice.scores)) / temperature)
-    sc_answer = choice.options[int(rng.choice(len(weights), p=weights / weights.sum()))]
+    weights = softmax([s / max(ctx.sc_temperature, 1e-3) for s in choice.scores])  # a non-finite score weighs nothing
+    sc_answer = choice.options[int(rng.choice(len(weights), p=weights))]
     emit(runtime, "answer", "answer", iteration=iteration, answer=final, reasoning=reasoning, sc_answer=sc_answer, choice=choice.as_dict())
     return {"answer": final, "reasoning": reasoning, "sc_answer": sc_answer, "sc_choice": choice.as_dict(), "read": read,
             "trace": [{"iteration": iteration, "answer": final, "reasoning": reasoning, "sc_answer": sc_answer,
