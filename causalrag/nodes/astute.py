@@ -24,7 +24,7 @@ from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
 from causalrag.nodes.common import context, emit, emit_evidence, judge_of, llm_of, question_of, stream_text, traced
-from causalrag.nodes.evidence import Reading, group_readings, passage_text, read_each, read_jointly, with_candidate, written_answer
+from causalrag.nodes.evidence import Reading, group_readings, passage_text, read_each, read_jointly, together, with_candidate, written_answer
 from causalrag.prompts.astute import (
     BLOCK_STOP,
     EXTERNAL,
@@ -354,7 +354,7 @@ def _most_reliable_scored(state: AstuteState, runtime: Runtime, candidates: Sequ
     """
     ctx = context(runtime)
     llm, question = llm_of(ctx), question_of(state)
-    everything = list(state.get("documents") or []) + list(state.get("internal") or [])
+    everything = together(llm, question, list(state.get("documents") or []) + list(state.get("internal") or []))
     prompt = answer_prompt(question, everything)
     joint_answer = written_answer(llm, prompt, max_new_tokens=ctx.max_new_tokens)
     answers = with_candidate([c["answer"] for c in candidates], joint_answer)

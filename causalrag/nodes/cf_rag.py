@@ -32,8 +32,8 @@ from langgraph.runtime import Runtime
 
 from causalrag.nodes import cf_rag_math as cm
 from causalrag.nodes.cf_rag_edits import edits_by_type, question_entities
-from causalrag.nodes.common import context, emit, emit_evidence, judge_of, llm_of, question_of, store_of, stream_text, traced
-from causalrag.nodes.evidence import group_readings, read_each, read_jointly, support_matrix, with_candidate, written_answer
+from causalrag.nodes.common import context, emit, emit_evidence, fit, judge_of, llm_of, question_of, store_of, stream_text, traced
+from causalrag.nodes.evidence import group_readings, read_each, read_jointly, support_matrix, together, with_candidate, written_answer
 from causalrag.prompts.cf_rag import (
     COUNTERFACTUAL_STOP,
     HYPOTHESIS_STOP,
@@ -64,8 +64,8 @@ def passage_text(doc: Document) -> str:
 # --------------------------------------------------------------------------- §4.1.1 counterfactuals
 def quick_answers(ctx: CFRAGContext, queries: list[str]) -> list[str]:
     """L(q) by a quick baseline RAG pass: top ``validation_k`` passages each, all answers in one batch."""
-    store = store_of(ctx)
-    prompts = [answer_prompt(q, store.retrieve(q, ctx.validation_k, mode=ctx.retrieval, ids=ctx.ids)) for q in queries]
+    store, llm = store_of(ctx), llm_of(ctx)
+    prompts = [answer_prompt(q, together(llm, q, store.retrieve(q, ctx.validation_k, mode=ctx.retrieval, ids=ctx.ids))) for q in queries]
     outputs = llm_of(ctx).generate(prompts, max_new_tokens=QUICK_ANSWER_TOKENS, stop=ANSWER_STOP)
     return [clean_answer(o[0] if o else "") for o in outputs]
 
@@ -232,7 +232,8 @@ def dialectical_retrieve(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> d
         for doc in store.retrieve(query, ctx.k, mode=ctx.retrieval, ids=ctx.ids):
             if doc.id not in union:
                 union[doc.id] = Document(id=doc.id, page_content=doc.page_content, metadata={**doc.metadata, "query": i})
-    docs = list(union.values())
+    llm, question = llm_of(ctx), question_of(state)
+    docs = [d for doc in union.values() for d in path_evidence(llm, ctx, question, [doc])]  # each passage fits a prompt alone
     if not docs:
         emit_evidence(runtime, "dialectical_retrieve", [], retrieved=0)
         return {"pool": [], "trace": [{"retrieved": 0, "duplicates": 0, "filtered_out": 0, "pool": 0}]}
@@ -288,6 +289,11 @@ def cluster_and_sample(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dic
     }
 
 
+def path_evidence(llm, ctx: CFRAGContext, question: str, docs: list[Document]) -> list[Document]:
+    """The best-ranked passages of a path that fit its hypothesis prompt with the rationale's room."""
+    return fit(llm, docs, lambda ds: hypothesis_prompt(question, ds), reply_tokens=ctx.hypothesis_tokens)
+
+
 def pool_answers(ctx: CFRAGContext, question: str, pool: list[Document]) -> list[str]:
     """The answers the hypotheses choose among: the question's own options, else what the pool's
     passages answer when each is read alone (one batch), agreeing answers merged, plus what the
@@ -297,8 +303,8 @@ def pool_answers(ctx: CFRAGContext, question: str, pool: list[Document]) -> list
         return own
     llm = llm_of(ctx)
     readings = read_each(llm, question, pool)
-    together = written_answer(llm, answer_prompt(question, pool[: ctx.k]), max_new_tokens=ctx.max_new_tokens)
-    return with_candidate([g.answer for g in group_readings(readings, [str(i) for i in range(len(pool))])], together)
+    joint = written_answer(llm, answer_prompt(question, together(llm, question, pool[: ctx.k])), max_new_tokens=ctx.max_new_tokens)
+    return with_candidate([g.answer for g in group_readings(readings, [str(i) for i in range(len(pool))])], joint)
 
 
 # --------------------------------------------------------------------------- Eq. 8 hypotheses
@@ -316,6 +322,7 @@ def hypothesize(task: HypothesisTask, runtime: Runtime[CFRAGContext]) -> dict:
                       "evidence": [d.metadata.get("title", "") for d in docs]}
         emit(runtime, "hypothesis", "hypothesize", **{k: v for k, v in hypothesis.items() if k != "raw"})
         return {"hypotheses": [hypothesis], "trace": [{"path": task["index"], "choice": choice.as_dict()}]}
+    docs = path_evidence(llm_of(ctx), ctx, question_of(task), docs)
     prompt = hypothesis_prompt(question_of(task), docs)
     raw = llm_of(ctx).generate([prompt], max_new_tokens=ctx.hypothesis_tokens, stop=HYPOTHESIS_STOP)[0]
     raw_text = raw[0] if raw else ""
@@ -423,6 +430,7 @@ def synthesize(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
     top = (state.get("arbitration") or [])[:3]
     samples = state.get("samples") or []
     docs = list({d.id: d for h in top for d in samples[h["index"]]}.values())[: ctx.synthesis_k]
+    docs = fit(llm_of(ctx), docs, lambda ds: synthesis_prompt(question_of(state), top, ds), reply_tokens=ctx.max_new_tokens)
     prompt = synthesis_prompt(question_of(state), top, docs)
     options = list(dict.fromkeys(h["answer"] for h in top if h["answer"]))
     if judge_of(ctx) == "score" and options:

@@ -12,8 +12,9 @@ import math
 from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
-from causalrag.nodes.common import context, emit_evidence, llm_of, question_of, store_of, traced
+from causalrag.nodes.common import context, emit_evidence, fit, llm_of, question_of, store_of, traced
 from causalrag.state.cis import CISContext, CISState
+from causalrag.prompts.cis import passage_text, query_prefix
 from causalrag.tools.cis import CISScore, CISScorer
 from causalrag.tools.cross_encoder import default_distilled_path, load_distilled
 
@@ -25,6 +26,12 @@ def retrieve_candidates(state: CISState, runtime: Runtime[CISContext]) -> dict:
     docs = store_of(ctx).retrieve(question_of(state), ctx.n_candidates, mode=ctx.retrieval, ids=ctx.ids)
     emit_evidence(runtime, "retrieve_candidates", docs, retrieval=ctx.retrieval)
     return {"documents": docs}
+
+
+def scorable(ctx: CISContext, question: str, docs: list[Document]) -> list[Document]:
+    """Each candidate as it fits the log p(K | Q) prompt alone (an overlong passage trimmed to its leading words)."""
+    prefix, llm = query_prefix(question, ctx.form), llm_of(ctx)
+    return [d for doc in docs for d in fit(llm, [doc], lambda ds: prefix + "".join(map(passage_text, ds)), reply_tokens=0)]
 
 
 def lm_scores(ctx: CISContext, question: str, docs: list[Document]) -> tuple[list[CISScore], dict]:
@@ -59,8 +66,11 @@ def rerank_cis(state: CISState, runtime: Runtime[CISContext]) -> dict:
     if not docs:
         emit_evidence(runtime, "rerank_cis", [], reranker=ctx.reranker)
         return {"documents": [], "cis_scores": [], "trace": [{"reranker": ctx.reranker, "candidates": 0}]}
-    scorer = distilled_scores if ctx.reranker == "cis-distilled" else lm_scores
-    scores, figures = scorer(ctx, question, docs)
+    if ctx.reranker == "cis-distilled":
+        scores, figures = distilled_scores(ctx, question, docs)
+    else:
+        docs = scorable(ctx, question, docs)
+        scores, figures = lm_scores(ctx, question, docs)
     # a non-finite score (numerical failure) ranks last instead of breaking the order
     nonfinite = sum(not math.isfinite(s.cis) for s in scores)
     keys = [s.cis if math.isfinite(s.cis) else -math.inf for s in scores]

@@ -4,7 +4,8 @@
   scores the node adds as ``{"trace": [{...}]}``);
 * :func:`context` resolves ``runtime.context`` (or the defaults bound by ``build_graph``);
   :func:`llm_of` / :func:`store_of` its model and store (the process-wide defaults when None);
-* :func:`emit_evidence` / :func:`emit` stream small typed events to ``stream_mode="custom"``;
+* :func:`emit_evidence` / :func:`emit` stream small typed events to ``stream_mode="custom"``, and a
+  final answer to ``"messages"`` too; :func:`stream_text` streams generated text to both;
 * :func:`generate_parsed` asks a model, parses each output and re-asks only the prompts whose
   output did not parse, then falls back (a malformed output degrades an answer, never a graph).
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -22,10 +24,13 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
+from causalrag.budget import fit_passages
 from causalrag.errors import CausalRAGError, EmptyQuestionError
 from causalrag.prompts.common import ANSWER_STOP, answer_prompt
 from causalrag.state.base import RAGContext, RAGState
-from causalrag.text import clean_answer
+from causalrag.params import check_context
+from causalrag.text import clean_answer, readable
+from causalrag.tools.backends.chat_model import LLMChatModel, ReplyChatModel
 from causalrag.tools.usage import metered
 
 C = TypeVar("C", bound=RAGContext)
@@ -34,9 +39,10 @@ DEFAULT_CONTEXT_KEY = "causalrag_context"
 
 
 def context(runtime: Runtime[C]) -> C:
-    """The run's context: the one passed to ``invoke``/``stream``, else the one ``build_graph`` bound."""
+    """The run's context: the one passed to ``invoke``/``stream`` (checked like ``build_graph``'s parameters,
+    so a bad value is one sentence), else the one ``build_graph`` bound."""
     if runtime.context is not None:
-        return runtime.context
+        return check_context(runtime.context)
     bound = get_config().get("configurable", {}).get(DEFAULT_CONTEXT_KEY)
     if bound is None:
         raise CausalRAGError(
@@ -73,7 +79,8 @@ def judge_of(ctx: Any) -> str:
 
 
 def question_of(state: RAGState) -> str:
-    question = " ".join(str(state.get("question") or "").split())
+    """The question as one clean line (bytes that were not UTF-8 and control characters made harmless)."""
+    question = " ".join(readable(str(state.get("question") or "")).split())
     if not question:
         raise EmptyQuestionError()
     return question
@@ -86,22 +93,64 @@ def doc_json(doc: Document) -> dict:
 
 
 def emit(runtime: Runtime, event_type: str, stage: str, **payload: Any) -> None:
-    """Stream ``{"type", "stage", ...}`` to ``stream_mode="custom"`` (a no-op when nobody listens)."""
+    """Stream ``{"type", "stage", ...}`` to ``stream_mode="custom"`` (a no-op when nobody listens).
+
+    A final answer (``event_type="answer"``) also reaches ``stream_mode="messages"`` as a message
+    chunk, unless the node streamed it token by token already (:func:`stream_text`).
+    """
     runtime.stream_writer({"type": event_type, "stage": stage, **payload})
+    if event_type == "answer":
+        say(str(payload.get("answer") or ""), stage)
+
+
+_STREAMED: ContextVar[tuple[str, str]] = ContextVar("causalrag_streamed", default=("", ""))
+"""(task, text) that the running task streamed with :func:`stream_text`, so its answer is not said twice."""
+
+
+def _task() -> str:
+    """The running task's id (its node name and task uuid), from the run's metadata."""
+    return str(get_config().get("metadata", {}).get("langgraph_checkpoint_ns", ""))
+
+
+def say(answer: str, stage: str) -> None:
+    """``answer`` as one message chunk to ``stream_mode="messages"`` (the node's metadata, and
+    ``causalrag_stage``), as a chat model's reply; nothing when empty or streamed by this task already."""
+    task, streamed = _STREAMED.get()
+    if answer and not (task == _task() and answer in streamed):
+        ReplyChatModel(reply=answer).invoke([], config={"metadata": {"causalrag_stage": stage}})
 
 
 def emit_evidence(runtime: Runtime, stage: str, documents: Sequence[Document], **payload: Any) -> None:
     emit(runtime, "evidence", stage, documents=[doc_json(d) for d in documents], **payload)
 
 
+_fitted: ContextVar[list | None] = ContextVar("causalrag_fitted", default=None)
+
+
+def fit(llm: Any, documents: Sequence[Document], prompt: Callable[[list[Document]], str], *, reply_tokens: int) -> list[Document]:
+    """The best-ranked ``documents`` whose ``prompt(documents)`` fits the model's window with room for the
+    reply (:func:`causalrag.budget.fit_passages`: lower-ranked passages dropped, an overlong best one
+    trimmed); what was left out is added to the running node's trace (``budget_dropped``/``budget_trimmed``)."""
+    fitted = fit_passages(llm, prompt, documents, reply_tokens=reply_tokens)
+    notes = _fitted.get()
+    if notes is not None and (fitted.dropped or fitted.trimmed):
+        notes.append(fitted)
+    return fitted.documents
+
+
 def traced(node: Callable[[Any, Runtime], Any]) -> Callable[[Any, Runtime], Any]:
-    """Record the node's wall time and LLM usage as one ``trace`` entry."""
+    """Record the node's wall time and LLM usage as one ``trace`` entry (and any passages the budget left out)."""
 
     @functools.wraps(node)
     def wrapper(state: Any, runtime: Runtime) -> Any:
         start = time.perf_counter()
-        with metered() as usage:
-            result = node(state, runtime)
+        notes = _fitted.set([])
+        try:
+            with metered() as usage:
+                result = node(state, runtime)
+            fitted = _fitted.get() or []
+        finally:
+            _fitted.reset(notes)
         entry = {
             "node": get_config().get("metadata", {}).get("langgraph_node", node.__name__),
             "seconds": round(time.perf_counter() - start, 4),
@@ -110,6 +159,8 @@ def traced(node: Callable[[Any, Runtime], Any]) -> Callable[[Any, Runtime], Any]
             "new_tokens": usage.new_tokens,
             "forward_passes": usage.forward_passes,
         }
+        if fitted:
+            entry |= {"budget_dropped": sum(f.dropped for f in fitted), "budget_trimmed": sum(f.trimmed for f in fitted)}
         update = result.update if isinstance(result, Command) else result
         update = dict(update or {})
         for extra in update.pop("trace", []):
@@ -131,12 +182,18 @@ def summarize_trace(trace: Sequence[dict]) -> dict:
 
 
 def stream_text(runtime: Runtime, llm: Any, prompt: str, *, stage: str, max_new_tokens: int, stop: Sequence[str]) -> str:
-    """Generate one completion, streaming each piece as a ``token`` event."""
+    """Generate one completion, each piece a ``token`` event (``stream_mode="custom"``) and a message
+    chunk (``"messages"``: the model's chat-model view, so LangGraph sees a chat model stream)."""
+    chat = LLMChatModel(llm=llm, max_new_tokens=max_new_tokens, stop=list(stop))
     pieces = []
-    for piece in llm.stream(prompt, max_new_tokens=max_new_tokens, stop=stop):
-        pieces.append(piece)
-        emit(runtime, "token", stage, text=piece)
-    return "".join(pieces)
+    for chunk in chat.stream(prompt, config={"metadata": {"causalrag_stage": stage}}):
+        if chunk.content:
+            pieces.append(str(chunk.content))
+            emit(runtime, "token", stage, text=pieces[-1])
+    text = "".join(pieces)
+    task, streamed = _STREAMED.get()
+    _STREAMED.set((_task(), (streamed if task == _task() else "") + text))
+    return text
 
 
 @dataclass
@@ -195,9 +252,10 @@ def retrieve(state: RAGState, runtime: Runtime[RAGContext]) -> dict:
 def answer(state: RAGState, runtime: Runtime[RAGContext]) -> dict:
     """Short answer from the top-k ``documents`` (closed book when there are none), streamed token by token."""
     ctx = context(runtime)
-    used = list(state.get("documents") or [])[: ctx.k]
-    prompt = answer_prompt(question_of(state), used)
-    text = stream_text(runtime, llm_of(ctx), prompt, stage="answer", max_new_tokens=ctx.max_new_tokens, stop=ANSWER_STOP)
+    question, llm = question_of(state), llm_of(ctx)
+    used = fit(llm, list(state.get("documents") or [])[: ctx.k], lambda docs: answer_prompt(question, docs), reply_tokens=ctx.max_new_tokens)
+    prompt = answer_prompt(question, used)
+    text = stream_text(runtime, llm, prompt, stage="answer", max_new_tokens=ctx.max_new_tokens, stop=ANSWER_STOP)
     final = clean_answer(text)
     emit(runtime, "answer", "answer", answer=final)
     return {"answer": final, "documents": used}

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from langchain_core.documents import Document
 
+from causalrag.nodes.common import fit
 from causalrag.prompts.common import ANSWER_STOP, answer_prompt
 from causalrag.text import answer_spans, clean_answer, grounded, key_sentences, normalize_answer, question_options, same_answer
 from causalrag.tools.backends.base import Choice
@@ -68,8 +69,24 @@ class Reading:
         return {"answer": self.answer, "probability": round(self.probability, 4), "relevance": round(self.relevance, 4), "how": self.how}
 
 
+REPLY_ROOM = 32
+"""Tokens kept for a scored option or a short written answer when a prompt is fitted to the window."""
+
+
+def alone(llm, question: str, docs: Sequence[Document]) -> list[Document]:
+    """Each passage as it fits a single-passage prompt (an overlong one trimmed, one that cannot fit emptied)."""
+    fitted = [fit(llm, [d], lambda ds: answer_prompt(question, ds), reply_tokens=REPLY_ROOM) for d in docs]
+    return [f[0] if f else Document(id=d.id, page_content="", metadata=dict(d.metadata)) for f, d in zip(fitted, docs)]
+
+
+def together(llm, question: str, docs: Sequence[Document]) -> list[Document]:
+    """The best-ranked passages that fit one prompt together (lower-ranked ones dropped)."""
+    return fit(llm, list(docs), lambda ds: answer_prompt(question, ds), reply_tokens=REPLY_ROOM)
+
+
 def read_each(llm, question: str, docs: Sequence[Document], *, max_new_tokens: int = 16) -> list[Reading]:
     """Every passage read alone (batched calls over all passages), then its relevance (one more call)."""
+    docs = alone(llm, question, docs)
     readings = [Reading(None)] * len(docs)
     own = question_options(question)
     if own:
@@ -96,6 +113,7 @@ def with_relevance(llm, question: str, docs: Sequence[Document], readings: Seque
     asked = [i for i, r in enumerate(readings) if r.answer]
     if not asked:
         return list(readings)
+    docs = alone(llm, question, docs)
     gains = llm.choose(
         [answer_prompt(question, [docs[i]]) for i in asked],
         [[readings[i].answer] for i in asked],
@@ -162,12 +180,13 @@ def with_candidate(options: Sequence[str], answer: str) -> list[str]:
 
 def read_jointly(llm, questions: Sequence[str], contexts: Sequence[Sequence[Document]], options: Sequence[Sequence[str]]) -> list[Choice]:
     """Scored choices among fixed candidate answers, each given its passages together (one batched call)."""
-    return llm.choose([answer_prompt(q, list(docs)) for q, docs in zip(questions, contexts)], [list(o) for o in options])
+    prompts = [answer_prompt(q, together(llm, q, docs)) for q, docs in zip(questions, contexts)]
+    return llm.choose(prompts, [list(o) for o in options])
 
 
 def support_matrix(llm, question: str, docs: Sequence[Document], answers: Sequence[str]) -> list[list[float]]:
     """P(answer | passage alone, question) for every passage × answer: which answer each passage supports."""
     if not docs or not answers:
         return [[] for _ in docs]
-    choices = llm.choose([answer_prompt(question, [d]) for d in docs], [list(answers)] * len(docs))
+    choices = llm.choose([answer_prompt(question, [d]) for d in alone(llm, question, docs)], [list(answers)] * len(docs))
     return [list(c.probs) for c in choices]

@@ -14,7 +14,7 @@ import numpy as np
 from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
-from causalrag.nodes.common import context, emit, emit_evidence, llm_of, question_of, store_of, traced
+from causalrag.nodes.common import context, emit, emit_evidence, fit, llm_of, question_of, store_of, traced
 from causalrag.nodes.moi_solve import (
     Permutation,
     cyclic_permutations,
@@ -42,6 +42,23 @@ def propose(ctx: MoIContext, n: int) -> list[Permutation]:
     else:
         orders = sampled_permutations(n, ctx.max_permutations or default_budget(n), ctx.seed)
     return prune(orders, ctx.prefix)
+
+
+def positions(ctx: MoIContext, n: int) -> int:
+    """The most passages one scored or answered prompt holds."""
+    if ctx.variant == "bayes_saliency":
+        return 1
+    if ctx.variant == "self_consistency":
+        return min(n, ctx.k)
+    return min(n, ctx.prefix) if ctx.prefix > 0 else n
+
+
+def within_window(llm, ctx: MoIContext, question: str, candidates: list[Document]) -> list[Document]:
+    """Each candidate cut to its share of the window, so that any ordering of :func:`positions` of them
+    fits one prompt (a share, not a ranked cut: every candidate must stay in the game for Eq. 4)."""
+    m = max(1, positions(ctx, len(candidates)))
+    share = lambda ds: saliency_prefix(list(ds) * m) + question_continuation(question)  # noqa: E731
+    return [d for doc in candidates for d in fit(llm, [doc], share, reply_tokens=ctx.max_new_tokens)]
 
 
 def saliency(llm, question: str, candidates: list[Document], perms: list[Permutation]) -> tuple[list[float], float]:
@@ -81,8 +98,8 @@ def debias(ctx: MoIContext, candidates: list[Document], perms: list[Permutation]
 def retrieve_candidates(state: MoIState, runtime: Runtime[MoIContext]) -> dict:
     """The n passages MoI reorders (n = max(candidates, k)), in the retriever's order."""
     ctx = context(runtime)
-    n = max(ctx.candidates, ctx.k)
-    docs = store_of(ctx).retrieve(question_of(state), n, mode=ctx.retrieval, ids=ctx.ids)
+    n, question = max(ctx.candidates, ctx.k), question_of(state)
+    docs = within_window(llm_of(ctx), ctx, question, store_of(ctx).retrieve(question, n, mode=ctx.retrieval, ids=ctx.ids))
     emit_evidence(runtime, "retrieve", docs)
     return {"candidates": docs, "documents": docs, "ranking": [d.id for d in docs]}
 
@@ -130,7 +147,7 @@ def rerank_moi(state: MoIState, runtime: Runtime[MoIContext]) -> dict:
     Reads ``candidates`` (or, when absent, ``documents``) and writes the reranked ``documents``.
     """
     ctx = context(runtime)
-    candidates = list(state.get("candidates") or state.get("documents") or [])
+    candidates = within_window(llm_of(ctx), ctx, question_of(state), list(state.get("candidates") or state.get("documents") or []))
     perms = propose(ctx, len(candidates))
     values, log_p_question = saliency(llm_of(ctx), question_of(state), candidates, perms) if perms else ([], 0.0)
     update = debias(ctx, candidates, perms, values)

@@ -2,6 +2,8 @@
 
 * :class:`LLMChatModel` — a LangChain ``BaseChatModel`` view of a causalrag LLM, so the local model
   plugs into LangChain code and streams tokens through ``stream_mode="messages"``;
+* :class:`ReplyChatModel` — a chat model whose reply is given: how an answer chosen by score (not
+  generated token by token) reaches ``stream_mode="messages"`` as any chat model's reply would;
 * :class:`ChatModelLLM` — any LangChain chat model (OpenAI-compatible vLLM/TGI server, Ollama, …)
   as a causalrag LLM for *generation*, with retries on transient failures. Scoring needs token
   log-probabilities, which a chat interface does not give: those calls raise a clear error.
@@ -74,6 +76,37 @@ class LLMChatModel(BaseChatModel):
             if run_manager:
                 run_manager.on_llm_new_token(piece, chunk=chunk)
             yield chunk
+
+
+class ReplyChatModel(BaseChatModel):
+    """Replies ``reply``, as one message chunk when streamed."""
+
+    reply: str
+
+    @property
+    def _llm_type(self) -> str:
+        return "causalrag-reply"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=self.reply))])
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        chunk = ChatGenerationChunk(message=AIMessageChunk(content=self.reply))
+        if run_manager:
+            run_manager.on_llm_new_token(self.reply, chunk=chunk)
+        yield chunk
 
 
 _TRANSIENT_NAMES = ("Timeout", "RateLimit", "APIConnection", "ServiceUnavailable", "InternalServer", "Connect")
