@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -351,3 +352,74 @@ def test_llamacpp_load_prints_nothing_and_logs_below_warning(capfd, caplog):
     assert capfd.readouterr().err == ""
     swa = [r for r in caplog.records if "full-size SWA cache" in r.getMessage()]  # our swa_full=True, on purpose
     assert swa and all(r.levelno < logging.WARNING for r in swa)
+
+
+# --------------------------------------------------------------------------- the chat-template path
+GEMMA_CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}<start_of_turn>{{ 'model' if m['role'] == 'assistant' else m['role'] }}\n"
+    "{{ m['content'] }}<end_of_turn>\n{% endfor %}{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}"
+)
+"""Gemma's turn format (the instruct checkpoints' template, in short): what a chat model sees."""
+
+
+@pytest.fixture(scope="module")
+def chat_model_dir(tmp_path_factory):
+    """The bundled model as a chat checkpoint: its plain copy's files linked, plus a chat template."""
+    from causalrag.tools.backends.transformers import model_location
+
+    plain = Path(model_location(None))
+    target = tmp_path_factory.mktemp("gemma-chat")
+    for f in plain.iterdir():
+        (target / f.name).symlink_to(f)
+    (target / "chat_template.jinja").write_text(GEMMA_CHAT_TEMPLATE, encoding="utf-8")
+    return target
+
+
+@pytest.fixture(scope="module")
+def chat_llm(chat_model_dir):
+    from causalrag.tools.backends.transformers import TransformersLLM
+
+    return TransformersLLM(str(chat_model_dir))
+
+
+@pytest.mark.slow
+def test_a_chat_model_scores_options_as_its_reply_turn(chat_llm, transformers_llm):
+    """A model with a chat template: prompts become a user turn and options the model's reply, so a
+    scored choice means "which reply would the assistant give" (not the raw completion text)."""
+    assert chat_llm.has_chat_template and chat_llm.can_choose
+    assert chat_llm.format("Hi").endswith("<start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n")
+    choice = chat_llm.choose([PASSAGE], [["1889", "1925", "a yellow banana"]])[0]
+    assert choice.answer == "1889" and math.isclose(sum(choice.probs), 1.0)
+    raw = transformers_llm.choose([PASSAGE], [["1889", "1925", "a yellow banana"]])[0]
+    assert not all(math.isclose(a, b, abs_tol=1e-3) for a, b in zip(choice.scores, raw.scores))  # the turn markup is really there
+
+
+@pytest.mark.slow
+def test_a_chat_model_runs_every_judgment_scored(chat_llm, demo_store):
+    """judge="auto" resolves to scored choices for a chat model too: Astute reads each source by score."""
+    from causalrag.corpus import demo_questions
+    from causalrag.graphs.registry import build_graph
+    from causalrag import METHODS
+
+    q = next(q for q in demo_questions() if q["id"] == "simple-pride")
+    graph = build_graph("astute", llm=chat_llm, store=demo_store, **METHODS["astute"].cpu_params)
+    state = graph.invoke({"question": q["question"]})
+    assert state["answer"].strip()
+    assert state["readings"] and all(r["how"] for r in state["readings"]), state["readings"]
+    assert any(e.get("node") == "select" for e in state["trace"])
+
+
+@pytest.mark.slow
+def test_openai_chat_api_scores_with_the_models_template(llama_server):
+    """On the chat API, scored choices render the model's template (CAUSALRAG_OPENAI_CHAT_TEMPLATE) and
+    score the options as the reply; without the template, scoring is refused in one sentence."""
+    chat = OpenAILLM(llama_server, api="chat", chat_template=GEMMA_CHAT_TEMPLATE, max_concurrency=2)
+    completions = OpenAILLM(llama_server, api="completions", max_concurrency=2)
+    assert chat.can_choose
+    options = ["1889", "1925", "a yellow banana"]
+    via_chat = chat.choose([PASSAGE], [options])[0]
+    via_text = completions.choose([chat.format(PASSAGE)], [options])[0]
+    assert via_chat.answer == "1889"
+    assert all(math.isclose(a, b, abs_tol=1e-3) for a, b in zip(via_chat.scores, via_text.scores))
+    with pytest.raises(ScoringUnavailableError):
+        OpenAILLM(llama_server, api="chat", max_concurrency=2).choose([PASSAGE], [options])
