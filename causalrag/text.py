@@ -142,14 +142,29 @@ GROUNDED_WORDS = 12
 (and the search over runs of words grows with the square of their number)."""
 
 
+def name_only(answer: str) -> str:
+    """A name without the lowercase words trailing it (``"Michael Keaton as the"`` → ``"Michael Keaton"``,
+    ``"Tom Hardy played the"`` → ``"Tom Hardy"``): a short reply cut mid-phrase keeps its filler, and a
+    length-normalized score favours filler words. Answers that start lowercase (``"carbon dioxide"``)
+    or end on a name or number (``"Heath Ledger as Joker"``) are left as they are."""
+    words = answer.split()
+    if not words or not words[0][:1].isupper():
+        return answer
+    end = len(words)
+    while end > 1 and words[end - 1][:1].islower():
+        end -= 1
+    return " ".join(words[:end]).rstrip(" ,;:") if end < len(words) else answer
+
+
 def grounded(answer: str, text: str) -> str | None:
     """The longest run of ``answer``'s words that ``text`` states (``"carbon dioxide and sunlight"`` →
-    ``"carbon dioxide"`` in a passage naming only the gas), or None when it states none of substance."""
+    ``"carbon dioxide"`` in a passage naming only the gas), as a :func:`name_only`, or None when it
+    states none of substance."""
     words = answer.split()[:GROUNDED_WORDS]
     stated = f" {normalize_answer(text)} "
     for size in range(len(words), 0, -1):
         for start in range(len(words) - size + 1):
-            part = " ".join(words[start : start + size]).strip(" ,.;:\"'")
+            part = name_only(" ".join(words[start : start + size]).strip(" ,.;:\"'"))
             norm = normalize_answer(part)
             if norm and f" {norm} " in stated and set(norm.split()) - _NOT_ANSWERS:
                 return part

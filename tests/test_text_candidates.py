@@ -1,6 +1,8 @@
 """Answer candidates in the text leaf: the explicit options scored judgments choose among."""
 
-from causalrag.text import answer_spans, grounded, key_sentences, question_options
+import pytest
+
+from causalrag.text import answer_spans, grounded, key_sentences, name_only, question_options
 
 CAST = ("The Family Man is a 2000 American romantic comedy-drama film directed by Brett Ratner, written by David Diamond "
         "and David Weissman, and starring Nicolas Cage and Téa Leoni. It seats 3,677 seated fans from 1986 to 2013 in \"When in Rome\".")
@@ -31,3 +33,22 @@ def test_grounded_trims_a_written_answer_to_what_the_passage_states():
     assert grounded("carbon dioxide and sunlight", text) == "carbon dioxide"
     assert grounded("Christopher Nolan", text) is None
     assert grounded("the", "the the") is None  # no word of substance
+
+
+@pytest.mark.parametrize(("answer", "expected"), [
+    ("Michael Keaton as the", "Michael Keaton"),
+    ("Tom Hardy played the", "Tom Hardy"),
+    ("Heath Ledger as Joker", "Heath Ledger as Joker"),
+    ("carbon dioxide and sunlight", "carbon dioxide and sunlight"),
+    ("the Rhine", "the Rhine"),
+    ("Paris", "Paris"),
+    ("3 million people", "3 million people"),
+    ("", ""),
+])
+def test_name_only_drops_a_lowercase_tail_after_a_name(answer, expected):
+    assert name_only(answer) == expected
+
+
+def test_grounded_answers_are_names_without_filler():
+    passage = "Jack Nicholson played the Joker in Batman, opposite Michael Keaton as the Dark Knight."
+    assert grounded("Michael Keaton as the Joker", passage) == "Michael Keaton"

@@ -29,7 +29,7 @@ from langchain_core.documents import Document
 
 from causalrag.nodes.common import fit
 from causalrag.prompts.common import ANSWER_STOP, answer_prompt
-from causalrag.text import answer_spans, clean_answer, grounded, key_sentences, normalize_answer, question_options, same_answer
+from causalrag.text import answer_spans, clean_answer, grounded, key_sentences, name_only, normalize_answer, question_options, same_answer
 from causalrag.tools.backends.base import Choice
 
 
@@ -167,7 +167,7 @@ def written_answer(llm, prompt: str, *, max_new_tokens: int = 24) -> str:
     """The model's own short answer to a prompt that holds every passage (standard RAG's reading):
     one more candidate, so a scored choice can always pick what the passages read together say."""
     out = llm.generate([prompt], max_new_tokens=max_new_tokens, stop=ANSWER_STOP)[0]
-    return clean_answer(out[0] if out else "")
+    return name_only(clean_answer(out[0] if out else ""))
 
 
 def with_candidate(options: Sequence[str], answer: str) -> list[str]:
