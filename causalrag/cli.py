@@ -424,7 +424,7 @@ def report(
     """
     from rich import box
 
-    from causalrag.eval.report import COST_COLUMNS, QUALITY_COLUMNS, table_rows, write_report
+    from causalrag.eval.report import COST_COLUMNS, FALLBACK_COLUMNS, QUALITY_COLUMNS, table_rows, write_report
     from causalrag.eval.runner import merge_runs
 
     if len(folders) > 1 and merged is None:
@@ -444,6 +444,13 @@ def report(
         cost.add_row(*row[:2], *row[len(QUALITY_COLUMNS) :])
     out.print(quality)
     out.print(cost)
+    if result.fallbacks:
+        fallbacks = Table(title="parse fallbacks per judgment step", box=box.SIMPLE)
+        for name in FALLBACK_COLUMNS:
+            fallbacks.add_column(name, no_wrap=True)
+        for row in result.fallbacks:
+            fallbacks.add_row(*row)
+        out.print(fallbacks)
     out.print(line(f"wrote {result.markdown}, {result.csv}, " + ", ".join(map(str, result.plots))))
 
 

@@ -95,10 +95,34 @@ def table_rows(summary: Sequence[dict], *, sep: str = " ") -> list[list[str]]:
     ]
 
 
+FALLBACK_COLUMNS = ["method", "step", "runs", "fell back", "rate"]
+
+
+def fallback_rows(rows: Sequence[dict]) -> list[list[str]]:
+    """Per method and step that can fall back: runs, runs that fell back (any ``*fallback*`` count > 0) and the rate."""
+    totals: dict[tuple[str, str], list[int]] = {}
+    for r in rows:
+        for step, figures in (r.get("fallback_steps") or {}).items():
+            total = totals.setdefault((r["method"], step), [0, 0])
+            total[0] += figures["runs"]
+            total[1] += figures["fallbacks"]
+    return [[m, step, str(runs), str(fell), f"{fell / runs:.0%}" if runs else "–"] for (m, step), (runs, fell) in totals.items()]
+
+
 def markdown_table(summary: Sequence[dict]) -> str:
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(row) + " |" for row in table_rows(summary)]
     return "\n".join(lines)
+
+
+def fallback_markdown(rows: Sequence[dict]) -> str:
+    """The fallback table (empty when no step reported any)."""
+    table = fallback_rows(rows)
+    if not table:
+        return ""
+    lines = ["Parse fallbacks per judgment step (a step's run counts once however many of its outputs fell back):", "",
+             "| " + " | ".join(FALLBACK_COLUMNS) + " |", "|" + "---|" * len(FALLBACK_COLUMNS)]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in table]) + "\n\n"
 
 
 def write_csv(summary: Sequence[dict], path: Path) -> None:
@@ -167,6 +191,8 @@ class Report:
     markdown: Path
     csv: Path
     plots: list[Path]
+    fallbacks: list[list[str]]
+    """:func:`fallback_rows`: per method and judgment step, runs, runs that fell back, rate."""
 
 
 def write_report(folder: str | Path, *, resamples: int = 2000) -> Report:
@@ -187,9 +213,9 @@ def write_report(folder: str | Path, *, resamples: int = 2000) -> Report:
         f"Mean (95 % bootstrap interval, {resamples} resamples) over questions; K = injected misleading passages; "
         "R@k/NDCG@k over the evidence each method used; misled = the answer states a wrong answer the injected "
         f"passages assert; × std = ratio to {BASELINE} at the same K.\n\n"
-        f"{markdown_table(summary)}\n\n![accuracy](accuracy_vs_inject.png)\n\n![cost](cost.png)\n",
+        f"{markdown_table(summary)}\n\n{fallback_markdown(rows)}![accuracy](accuracy_vs_inject.png)\n\n![cost](cost.png)\n",
         encoding="utf-8",
     )
     csv_path = folder / "report.csv"
     write_csv(summary, csv_path)
-    return Report(summary, markdown, csv_path, plots)
+    return Report(summary, markdown, csv_path, plots, fallback_rows(rows))

@@ -190,9 +190,25 @@ def merge_runs(folders: Sequence[Path], out: Path) -> None:
 
 
 # --------------------------------------------------------------------------- one result
+def _fallback_count(entry: dict) -> int:
+    return int(sum(v for k, v in entry.items() if "fallback" in k and isinstance(v, (int, float))))
+
+
 def _fallbacks(trace: Iterable[dict]) -> int:
     """Sum of the parse fallbacks the nodes reported (trace keys containing ``fallback``)."""
-    return int(sum(v for e in trace for k, v in e.items() if "fallback" in k and isinstance(v, (int, float))))
+    return sum(_fallback_count(e) for e in trace)
+
+
+def _fallback_steps(trace: Iterable[dict]) -> dict[str, dict[str, int]]:
+    """Per step that can fall back (its trace entry has a ``*fallback*`` key): how often it ran and
+    how often it fell back, so a report gives the fallback rate per judgment step."""
+    steps: dict[str, dict[str, int]] = {}
+    for e in trace:
+        if any("fallback" in k for k in e):
+            step = steps.setdefault(str(e.get("node", "?")), {"runs": 0, "fallbacks": 0})
+            step["runs"] += 1
+            step["fallbacks"] += int(_fallback_count(e) > 0)
+    return steps
 
 
 def score_result(
@@ -222,6 +238,7 @@ def score_result(
         ],
         **summarize_trace(trace),
         "fallbacks": _fallbacks(trace),
+        "fallback_steps": _fallback_steps(trace),
     }
 
 

@@ -51,3 +51,21 @@ def test_report_on_a_fake_run_writes_table_csv_and_real_pngs(tmp_path, fake_embe
 def test_report_of_an_empty_folder_says_what_to_do(tmp_path):
     with pytest.raises(CausalRAGError, match="causalrag eval"):
         write_report(tmp_path)
+
+
+def test_fallbacks_are_counted_per_judgment_step(tmp_path, fake_embeddings):
+    """A step whose output never parses falls back on every run: the report gives its rate per step."""
+    from causalrag.eval.report import fallback_rows
+    from causalrag.eval.runner import _fallback_steps
+
+    trace = [{"node": "retrieve"}, {"node": "select", "select_fallback": 1, "marker_missing": 1},
+             {"node": "propose", "confidence_fallbacks": 0}, {"node": "select", "select_fallback": 0}]
+    assert _fallback_steps(trace) == {"select": {"runs": 2, "fallbacks": 1}, "propose": {"runs": 1, "fallbacks": 0}}
+    rows = [{"method": "astute", "fallback_steps": _fallback_steps(trace)}] * 2
+    assert fallback_rows(rows) == [["astute", "select", "4", "2", "50%"], ["astute", "propose", "2", "0", "0%"]]
+
+    cfg = EvalConfig("demo", ["astute"], inject=[0], limit=2, params={"astute": {"judge": "generate", "iterations": 1}})
+    run_eval(cfg, tmp_path, llm=FakeLLM(default="no format at all"), embeddings=fake_embeddings, progress=False)
+    report = write_report(tmp_path, resamples=100)
+    assert report.fallbacks and all(row[0] == "astute" for row in report.fallbacks)
+    assert "Parse fallbacks per judgment step" in report.markdown.read_text()
