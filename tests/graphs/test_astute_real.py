@@ -28,7 +28,7 @@ def test_conflict_question_is_consolidated_and_answered(real_llm, demo_store):
 
 
 def test_single_call_shortcut_produces_groups_and_an_answer(real_llm, demo_store):
-    graph = build_graph("astute", llm=real_llm, store=demo_store, k=3, iterations=1, combined=True)
+    graph = build_graph("astute", llm=real_llm, store=demo_store, k=3, iterations=1, combined=True, judge="generate")
     state = graph.invoke({"question": EIFFEL["question"]})
     last = state["trace"][-1]
     assert last["node"] == "answer_combined"
