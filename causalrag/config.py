@@ -8,8 +8,12 @@
 | CAUSALRAG_DEVICE    | ``cuda``, ``mps`` or ``cpu``                                         | best available           |
 | CAUSALRAG_EMBEDDINGS| sentence-transformers model folder                                   | bundled all-MiniLM-L6-v2 |
 | CAUSALRAG_CHROMA_URL| ``http://host:port`` of a Chroma server (client/server mode)         | embedded PersistentClient|
+| CAUSALRAG_CHROMA_TENANT / _DATABASE | tenant and database on that server (they must exist) | ``default_tenant`` / ``default_database`` |
+| CAUSALRAG_CHROMA_TOKEN | sent to the server as ``Authorization: Bearer TOKEN`` (an auth proxy) | none          |
+| CAUSALRAG_CHROMA_HEADERS | JSON object of extra HTTP headers, e.g. ``{"x-chroma-token": "..."}`` (Chroma Cloud) | none |
+| CAUSALRAG_CHECKPOINT_URL | ``postgresql://...``: graph checkpoints (``--thread``) in PostgreSQL, not SQLite | ``$CAUSALRAG_HOME/checkpoints.sqlite`` |
 | CAUSALRAG_BACKEND   | LLM backend: ``auto``, ``transformers``, ``llamacpp`` or ``openai``  | ``auto``                 |
-| CAUSALRAG_OPENAI_URL| base URL of an OpenAI-compatible server (vLLM, TGI, llama.cpp)       | none                     |
+| CAUSALRAG_OPENAI_URL| base URL of an OpenAI-compatible server (vLLM, llama-cpp-python)     | none                     |
 | CAUSALRAG_OPENAI_MODEL | model name on that server                                         | the server's first model |
 | CAUSALRAG_OPENAI_API| ``chat`` (chat/completions) or ``completions`` (plain text) for generation | ``chat``          |
 | CAUSALRAG_OPENAI_KEY| API key sent as a bearer token, when the server wants one            | none                     |
@@ -19,6 +23,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +44,18 @@ def _env_count(name: str, default: int) -> int:
     return int(text)
 
 
+def _headers(name: str, text: str | None) -> dict[str, str]:
+    """The JSON object of HTTP header names and values in ``text`` (the variable ``name``)."""
+    text = text or "{}"
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        value = None
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise CausalRAGError(f'{name} is not a JSON object of header names and values: set it like {{"x-chroma-token": "..."}}, or unset it.')
+    return value
+
+
 @dataclass(frozen=True)
 class Settings:
     home: Path = field(default_factory=lambda: _env_path("CAUSALRAG_HOME", "~/.causalrag"))
@@ -47,6 +64,11 @@ class Settings:
     device: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_DEVICE") or None)
     embeddings: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_EMBEDDINGS") or None)
     chroma_url: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_CHROMA_URL") or None)
+    chroma_tenant: str = field(default_factory=lambda: os.environ.get("CAUSALRAG_CHROMA_TENANT") or "default_tenant")
+    chroma_database: str = field(default_factory=lambda: os.environ.get("CAUSALRAG_CHROMA_DATABASE") or "default_database")
+    chroma_token: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_CHROMA_TOKEN") or None)
+    chroma_headers_json: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_CHROMA_HEADERS") or None)
+    checkpoint_url: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_CHECKPOINT_URL") or None)
     backend: str = field(default_factory=lambda: (os.environ.get("CAUSALRAG_BACKEND") or "auto").lower())
     openai_url: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_OPENAI_URL") or None)
     openai_model: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_OPENAI_MODEL") or None)
@@ -58,6 +80,12 @@ class Settings:
     @property
     def chroma_dir(self) -> Path:
         return self.home / "chroma"
+
+    @property
+    def chroma_headers(self) -> dict[str, str]:
+        """Headers sent to the Chroma server: the token as a bearer token, then ``CAUSALRAG_CHROMA_HEADERS``."""
+        token = {"Authorization": f"Bearer {self.chroma_token}"} if self.chroma_token else {}
+        return token | _headers("CAUSALRAG_CHROMA_HEADERS", self.chroma_headers_json)
 
     @property
     def model_cache(self) -> Path:

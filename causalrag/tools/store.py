@@ -7,8 +7,10 @@
 * Files in any common encoding are read (detected with charset-normalizer); binary files and bad
   JSONL lines are skipped with a reason, the rest of the file kept.
 * ``retrieve`` returns LangChain ``Document`` objects with ``id`` and ``metadata["score"]``.
-* A Chroma server that does not answer, or a damaged database file, is one sentence naming the
-  fix; a user's database is never replaced or repaired silently.
+* A Chroma server that does not answer, refuses the credentials (``CAUSALRAG_CHROMA_TOKEN`` /
+  ``_HEADERS``) or lacks the tenant or database (``CAUSALRAG_CHROMA_TENANT`` / ``_DATABASE``), or a
+  damaged database file, is one sentence naming the fix; a user's database is never replaced or
+  repaired silently.
 """
 
 from __future__ import annotations
@@ -208,14 +210,59 @@ def _server(url: str) -> tuple[str, int, bool]:
     return host, port or 8000, parsed.scheme == "https"
 
 
+class StoreRefusedError(CausalRAGError, PermissionError):
+    def __init__(self, url: str, status: int) -> None:
+        super().__init__(
+            f"The Chroma server at {url} refused the request (HTTP {status}): set CAUSALRAG_CHROMA_TOKEN (sent as "
+            "Authorization: Bearer) or CAUSALRAG_CHROMA_HEADERS (a JSON object, e.g. {\"x-chroma-token\": \"...\"}) to credentials it accepts."
+        )
+
+
+class StoreScopeError(CausalRAGError, LookupError):
+    def __init__(self, url: str, tenant: str, database: str | None) -> None:
+        what = f"database {database!r} in tenant {tenant!r}" if database else f"tenant {tenant!r}"
+        variable = "CAUSALRAG_CHROMA_DATABASE" if database else "CAUSALRAG_CHROMA_TENANT"
+        super().__init__(
+            f"The Chroma server at {url} has no {what}: create it (chromadb.AdminClient) or set {variable} to one that exists."
+        )
+
+
+_REFUSED = (401, 403, 407)
+
+
+def check_server(url: str, tenant: str = "default_tenant", database: str = "default_database", headers: dict[str, str] | None = None) -> None:
+    """Raise a one-sentence error unless a Chroma server answers at ``url``, accepts ``headers`` and holds
+    ``tenant``/``database`` (Chroma's v2 API: heartbeat, then the tenant, then the database)."""
+    import httpx
+    from urllib.parse import quote
+
+    host, port, ssl = _server(url)
+    base = f"{'https' if ssl else 'http'}://{host}:{port}/api/v2"
+    steps = [("heartbeat", None), (f"tenants/{quote(tenant, safe='')}", (tenant, None)),
+             (f"tenants/{quote(tenant, safe='')}/databases/{quote(database, safe='')}", (tenant, database))]
+    try:
+        with httpx.Client(base_url=base, headers=headers or {}, timeout=10) as http:
+            for path, scope in steps:
+                status = http.get(path).status_code
+                if status in _REFUSED:
+                    raise StoreRefusedError(url, status)
+                if status == 404 and scope:
+                    raise StoreScopeError(url, *scope)
+                if status != 200:
+                    raise StoreUnreachableError(url, f"HTTP {status} from {base}/{path}: is it a Chroma server?")
+    except httpx.TransportError as exc:
+        raise StoreUnreachableError(url, "nothing answers there") from exc
+
+
 @lru_cache(maxsize=8)
-def _client(kind: str, where: str):
+def _client(kind: str, where: str, tenant: str = "default_tenant", database: str = "default_database", headers: tuple[tuple[str, str], ...] = ()):
     import chromadb
 
     if kind == "http":
         host, port, ssl = _server(where)
+        check_server(where, tenant, database, dict(headers))
         try:
-            return chromadb.HttpClient(host=host, port=port, ssl=ssl)
+            return chromadb.HttpClient(host=host, port=port, ssl=ssl, headers=dict(headers), tenant=tenant, database=database)
         except (ValueError, ConnectionError) as exc:  # chromadb: "Could not connect to a Chroma server"
             raise StoreUnreachableError(where, "nothing answers there") from exc
     if kind == "memory":
@@ -245,6 +292,8 @@ def _reported(method):
                 raise DamagedStoreError(str(Path(self.where) / "chroma.sqlite3"), f"SQLite says: {said}") from exc
             if self.kind == "http" and (isinstance(exc, ConnectionError) or "connect" in text.lower() or type(exc).__name__.endswith(("ConnectError", "ConnectTimeout"))):
                 raise StoreUnreachableError(self.where, "it stopped answering") from exc
+            if self.kind == "http" and any(words in text for words in ("Unauthorized", "Forbidden", "AuthError", "authorization")):
+                raise StoreRefusedError(self.where, 401 if "Forbidden" not in text else 403) from exc
             raise
 
     return wrapper
@@ -261,7 +310,12 @@ class Store:
         url: str | None = None,
         embeddings: Embeddings | None = None,
         memory: bool = False,
+        tenant: str | None = None,
+        database: str | None = None,
+        headers: dict[str, str] | None = None,
     ) -> None:
+        """``url`` (else ``CAUSALRAG_CHROMA_URL``) is a Chroma server; ``tenant``, ``database`` and ``headers``
+        apply to it (else ``CAUSALRAG_CHROMA_TENANT`` / ``_DATABASE`` / ``_TOKEN`` and ``_HEADERS``)."""
         if not COLLECTION_NAME.fullmatch(str(collection)):
             raise CausalRAGError(
                 f"Collection name {collection!r} is not valid: use 3-512 letters, digits, dots, dashes or "
@@ -275,6 +329,9 @@ class Store:
             self.kind, self.where = "http", url
         else:
             self.kind, self.where = "persistent", str(Path(path or s.chroma_dir).expanduser())
+        self.tenant = tenant or s.chroma_tenant
+        self.database = database or s.chroma_database
+        self.headers = dict(s.chroma_headers if headers is None and self.kind == "http" else headers or {})
         self.collection = collection
         self._embeddings = embeddings
         self._vectorstore = None
@@ -299,6 +356,8 @@ class Store:
 
     @property
     def client(self):
+        if self.kind == "http":
+            return _client(self.kind, self.where, self.tenant, self.database, tuple(sorted(self.headers.items())))
         return _client(self.kind, self.where)
 
     @_reported
@@ -449,7 +508,8 @@ class Store:
         collection, under ``CAUSALRAG_HOME`` for a server's; an in-memory store keeps it in memory."""
         if self.kind == "memory":
             return None
-        base = Path(self.where) if self.kind == "persistent" else settings().home / "lexical" / re.sub(r"\W+", "_", self.where)
+        server = f"{self.where}/{self.tenant}/{self.database}"  # a collection name is unique per tenant and database
+        base = Path(self.where) if self.kind == "persistent" else settings().home / "lexical" / re.sub(r"\W+", "_", server)
         return base / "causalrag-lexical" / self.collection
 
     def _lexical_texts(self) -> tuple[list[str], list[str]]:

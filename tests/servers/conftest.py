@@ -1,0 +1,161 @@
+"""Real servers started and stopped by the tests of this folder, each on a free local port.
+
+``chroma run`` (the venv's Chroma server), ``langgraph dev`` (LangGraph's API server on the repo's
+``langgraph.json``), llama-cpp-python's OpenAI-compatible server and a PostgreSQL cluster of our own
+(``initdb``/``pg_ctl``). Every fixture waits until its server answers, and stops it at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def server(command: list[str], ready: Callable[[], bool], *, name: str, timeout: float = 120, **popen) -> Iterator[subprocess.Popen]:
+    """Start ``command``, wait until ``ready()`` (or fail with the server's own output), stop it at the end."""
+    log = open(popen.pop("log"), "w+") if "log" in popen else subprocess.DEVNULL  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, **popen)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if ready():
+                    break
+            except (httpx.TransportError, OSError):
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                said = ""
+                if log is not subprocess.DEVNULL:
+                    log.seek(0)
+                    said = log.read()[-3000:]
+                raise RuntimeError(f"{name} did not start ({'exited' if proc.poll() is not None else 'timeout'}): {said}")
+            time.sleep(0.3)
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if log is not subprocess.DEVNULL:
+            log.close()
+
+
+def answers(url: str) -> bool:
+    return httpx.get(url, timeout=2).status_code == 200
+
+
+# --------------------------------------------------------------------------- Chroma
+@contextmanager
+def chroma(folder: Path, port: int | None = None) -> Iterator[str]:
+    """``chroma run`` on ``folder`` (the venv's command): its URL, e.g. http://127.0.0.1:PORT, while it runs."""
+    command = shutil.which("chroma", path=str(BIN))
+    if command is None:
+        pytest.skip("the chroma command is not installed (pip install chromadb)")
+    port = port or free_port()
+    url = f"http://127.0.0.1:{port}"
+    folder.mkdir(parents=True, exist_ok=True)
+    with server([command, "run", "--path", str(folder / "data"), "--host", "127.0.0.1", "--port", str(port)],
+                lambda: answers(f"{url}/api/v2/heartbeat"), name="chroma run", timeout=60, log=folder / "log.txt"):
+        yield url
+
+
+@pytest.fixture(scope="session")
+def chroma_server(tmp_path_factory) -> Iterator[str]:
+    with chroma(tmp_path_factory.mktemp("chroma-server")) as url:
+        yield url
+
+
+# --------------------------------------------------------------------------- llama-cpp-python's OpenAI-compatible server
+HAS_LLAMA_SERVER = all(__import__("importlib.util").util.find_spec(m) is not None for m in ("llama_cpp", "fastapi", "sse_starlette"))
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory) -> Iterator[str]:
+    """llama-cpp-python's server on the bundled GGUF: its base URL (``http://127.0.0.1:PORT/v1``)."""
+    if not HAS_LLAMA_SERVER:
+        pytest.skip("llama-cpp-python[server] is not installed (pip install 'causalrag[llamacpp]')")
+    from causalrag.tools.backends.base import bundled_gguf
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/v1"
+    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(bundled_gguf()), "--host", "127.0.0.1", "--port", str(port),
+               "--n_ctx", "2048", "--n_threads", "2", "--logits_all", "true", "--verbose", "false"]
+    log = tmp_path_factory.mktemp("llama-server") / "log.txt"
+    with server(command, lambda: answers(f"{url}/models"), name="llama_cpp.server", log=log):
+        yield url
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """This process's environment without any CAUSALRAG_* setting, plus ``extra``."""
+    return {**{k: v for k, v in os.environ.items() if not k.startswith("CAUSALRAG_")}, **extra}
+
+
+# --------------------------------------------------------------------------- an auth proxy in front of Chroma
+TOKEN = "s3cret-token"
+
+
+@contextmanager
+def auth_proxy(upstream: str, token: str = TOKEN) -> Iterator[tuple[str, list[str]]]:
+    """A reverse proxy that forwards to ``upstream`` only requests carrying ``Authorization: Bearer token``
+    (answering 401 otherwise), as one puts in front of ``chroma run``, whose open-source server has no auth.
+    Yields its URL and the list of paths it forwarded."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    seen: list[str] = []
+
+    class Proxy(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def _forward(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if self.headers.get("Authorization") != f"Bearer {token}":
+                self._reply(401, b'{"error":"Unauthorized","message":"a bearer token is required"}', "application/json")
+                return
+            seen.append(self.path)
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "authorization", "content-length", "connection")}
+            reply = httpx.request(self.command, upstream + self.path, content=body, headers=headers, timeout=60)
+            self._reply(reply.status_code, reply.content, reply.headers.get("content-type", "application/json"))
+
+        def _reply(self, status: int, body: bytes, kind: str) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _forward
+
+        def log_message(self, *args) -> None:
+            pass
+
+    proxy = ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
+    thread = threading.Thread(target=proxy.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{proxy.server_address[1]}", seen
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
