@@ -1,20 +1,29 @@
-"""Persistent graph state: a SQLite checkpointer per ``CAUSALRAG_HOME``, keyed by thread id.
+"""Persistent graph state, keyed by thread id: SQLite per ``CAUSALRAG_HOME`` by default, PostgreSQL when
+``CAUSALRAG_CHECKPOINT_URL=postgresql://...`` is set (``langgraph-checkpoint-postgres``; ``pip install
+"causalrag[postgres]"``), so several processes or machines share threads.
 
 ``causalrag ask ... --thread ID`` stores every step, ``--resume`` continues an interrupted run from
 its last checkpoint, and ``causalrag history --thread ID`` lists the stored steps.
+:func:`server_checkpointer` is the same Postgres saver for LangGraph's API server (``langgraph.json``'s
+``"checkpointer": {"path": "./causalrag/checkpoints.py:server_checkpointer"}``; docs/deploy.md).
 """
 
 from __future__ import annotations
 
+import re
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
+from typing import Any
 
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from causalrag.config import settings
 from causalrag.errors import CausalRAGError
+
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
 def checkpoint_path() -> Path:
@@ -22,8 +31,24 @@ def checkpoint_path() -> Path:
 
 
 @contextmanager
-def sqlite_checkpointer(path: str | Path | None = None) -> Iterator[SqliteSaver]:
-    """A LangGraph ``SqliteSaver`` on ``path`` (default ``$CAUSALRAG_HOME/checkpoints.sqlite``)."""
+def checkpointer() -> Iterator[BaseCheckpointSaver]:
+    """The configured saver: PostgreSQL at ``CAUSALRAG_CHECKPOINT_URL``, else SQLite in ``CAUSALRAG_HOME``."""
+    url = settings().checkpoint_url
+    with postgres_checkpointer(url) if url else sqlite_checkpointer() as saver:
+        yield saver
+
+
+@contextmanager
+def sqlite_checkpointer(path: str | Path | None = None) -> Iterator[BaseCheckpointSaver]:
+    """A LangGraph ``SqliteSaver`` on ``path`` (default ``$CAUSALRAG_HOME/checkpoints.sqlite``).
+
+    Without ``path`` and with ``CAUSALRAG_CHECKPOINT_URL`` set, the Postgres saver there instead
+    (:func:`checkpointer`), so ``ask --thread`` and ``history`` follow the setting.
+    """
+    if path is None and settings().checkpoint_url:
+        with postgres_checkpointer(settings().checkpoint_url) as saver:
+            yield saver
+        return
     path = Path(path or checkpoint_path())
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path, check_same_thread=False)  # graph nodes may run in worker threads
@@ -37,6 +62,76 @@ def sqlite_checkpointer(path: str | Path | None = None) -> Iterator[SqliteSaver]
         conn.close()
 
 
+def _hidden(url: str) -> str:
+    """``url`` with its password replaced by ***, for messages."""
+    return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", url)
+
+
+def _postgres_error(url: str, exc: BaseException) -> CausalRAGError:
+    said = " ".join(str(exc).split())[:200] or type(exc).__name__
+    return CausalRAGError(
+        f"No PostgreSQL database takes checkpoints at CAUSALRAG_CHECKPOINT_URL={_hidden(url)} ({said}): start the server, "
+        "fix the URL (postgresql://USER:PASSWORD@HOST:PORT/DATABASE), or unset it to keep checkpoints in SQLite."
+    )
+
+
+def _check_url(url: str) -> None:
+    if not url.startswith(POSTGRES_SCHEMES):
+        raise CausalRAGError(f"CAUSALRAG_CHECKPOINT_URL={_hidden(url)} is not a postgresql:// URL: write postgresql://USER:PASSWORD@HOST:PORT/DATABASE, or unset it.")
+
+
+def _postgres():
+    try:
+        import psycopg
+        from langgraph.checkpoint.postgres import PostgresSaver
+    except ImportError as exc:
+        raise CausalRAGError('Checkpoints in PostgreSQL need langgraph-checkpoint-postgres: run `pip install "causalrag[postgres]"`, or unset CAUSALRAG_CHECKPOINT_URL.') from exc
+    return psycopg, PostgresSaver
+
+
+@contextmanager
+def postgres_checkpointer(url: str) -> Iterator[BaseCheckpointSaver]:
+    """A LangGraph ``PostgresSaver`` on ``url`` (its tables created on first use); a server that is down
+    or refuses the login is one sentence."""
+    _check_url(url)
+    psycopg, PostgresSaver = _postgres()
+    from psycopg.rows import dict_row
+
+    try:  # the saver's own settings (from_conn_string): autocommit, no prepared statements, dict rows
+        conn = psycopg.Connection.connect(url, autocommit=True, prepare_threshold=0, row_factory=dict_row, connect_timeout=10)
+    except psycopg.Error as exc:
+        raise _postgres_error(url, exc) from exc
+    with conn:
+        saver = PostgresSaver(conn)
+        try:
+            saver.setup()
+        except psycopg.Error as exc:
+            raise _postgres_error(url, exc) from exc
+        yield saver
+
+
+@asynccontextmanager
+async def server_checkpointer() -> AsyncIterator[Any]:
+    """An ``AsyncPostgresSaver`` on ``CAUSALRAG_CHECKPOINT_URL`` for LangGraph's API server (its custom
+    checkpointer hook enters this once at start-up and leaves it at shutdown)."""
+    url = settings().checkpoint_url
+    if not url:
+        raise CausalRAGError("The server's checkpointer is PostgreSQL: set CAUSALRAG_CHECKPOINT_URL=postgresql://USER:PASSWORD@HOST:PORT/DATABASE.")
+    _check_url(url)
+    psycopg, _ = _postgres()
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    from psycopg.rows import dict_row
+
+    try:
+        conn = await psycopg.AsyncConnection.connect(url, autocommit=True, prepare_threshold=0, row_factory=dict_row, connect_timeout=10)
+    except psycopg.Error as exc:
+        raise _postgres_error(url, exc) from exc
+    async with conn:
+        saver = AsyncPostgresSaver(conn)
+        await saver.setup()
+        yield saver
+
+
 def thread_config(thread: str, method: str | None = None) -> dict:
     """Run config for ``thread``; the method name rides in the checkpoint metadata for ``history``."""
     config: dict = {"configurable": {"thread_id": thread}}
@@ -45,7 +140,7 @@ def thread_config(thread: str, method: str | None = None) -> dict:
     return config
 
 
-def thread_method(saver: SqliteSaver, thread: str) -> str:
+def thread_method(saver: BaseCheckpointSaver, thread: str) -> str:
     """The method a thread was run with (from its latest checkpoint's metadata)."""
     latest = saver.get_tuple(thread_config(thread))
     if latest is None:

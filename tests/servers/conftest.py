@@ -159,3 +159,43 @@ def auth_proxy(upstream: str, token: str = TOKEN) -> Iterator[tuple[str, list[st
     finally:
         proxy.shutdown()
         proxy.server_close()
+
+
+# --------------------------------------------------------------------------- PostgreSQL
+def postgres_bin() -> Path | None:
+    """The newest ``/usr/lib/postgresql/*/bin`` with initdb and pg_ctl (Debian's ``postgresql`` package)."""
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0)
+    found = [b for b in found if (b / "initdb").exists() and (b / "pg_ctl").exists()]
+    return found[-1] if found else None
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """A PostgreSQL cluster of our own (initdb in a temporary folder, pg_ctl on a free port, trust auth
+    on 127.0.0.1 only), stopped and deleted at the end: its URL, postgresql://causalrag@127.0.0.1:PORT/postgres."""
+    import pwd
+    import tempfile
+
+    bin_dir = postgres_bin()
+    if bin_dir is None:
+        pytest.skip("PostgreSQL's server binaries are not installed: apt-get install -y postgresql")
+    pytest.importorskip("langgraph.checkpoint.postgres", reason='pip install "causalrag[postgres]"')
+    run_as: list[str] = []
+    folder = Path(tempfile.mkdtemp(prefix="causalrag-postgres-"))
+    if os.geteuid() == 0:  # initdb refuses root: the cluster belongs to the postgres user
+        try:
+            user = pwd.getpwnam("postgres")
+        except KeyError:
+            pytest.skip("running as root without a postgres user to own the cluster (apt-get install -y postgresql makes one)")
+        os.chown(folder, user.pw_uid, user.pw_gid)
+        run_as = ["runuser", "-u", "postgres", "--"]
+    data, port = folder / "data", free_port()
+    quiet = dict(check=True, capture_output=True, text=True, timeout=120)
+    subprocess.run([*run_as, str(bin_dir / "initdb"), "-D", str(data), "-U", "causalrag", "--auth=trust", "--no-sync", "-E", "UTF8"], **quiet)
+    options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    subprocess.run([*run_as, str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(folder / "log.txt"), "-w", "-t", "60", "start"], **quiet)
+    try:
+        yield f"postgresql://causalrag@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run([*run_as, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "-t", "60", "stop"], capture_output=True, timeout=90)
+        shutil.rmtree(folder, ignore_errors=True)
