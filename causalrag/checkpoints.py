@@ -126,10 +126,31 @@ async def server_checkpointer() -> AsyncIterator[Any]:
         conn = await psycopg.AsyncConnection.connect(url, autocommit=True, prepare_threshold=0, row_factory=dict_row, connect_timeout=10)
     except psycopg.Error as exc:
         raise _postgres_error(url, exc) from exc
+    class ServerPostgresSaver(AsyncPostgresSaver):
+        """LangGraph's server copies every ``configurable`` value into a checkpoint's metadata, the
+        context object ``build_graph`` binds among them; metadata is JSON, so such values are left out."""
+
+        async def aput(self, config, checkpoint, metadata, new_versions):
+            return await super().aput(config, checkpoint, _json_only(metadata), new_versions)
+
     async with conn:
-        saver = AsyncPostgresSaver(conn)
+        saver = ServerPostgresSaver(conn)
         await saver.setup()
         yield saver
+
+
+def _json_only(metadata: dict) -> dict:
+    """``metadata`` without the values that are not JSON (objects bound in the run's config)."""
+    import json
+
+    kept = {}
+    for key, value in metadata.items():
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError):
+            continue
+        kept[key] = value
+    return kept
 
 
 def thread_config(thread: str, method: str | None = None) -> dict:

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import socket
@@ -88,7 +89,7 @@ def chroma_server(tmp_path_factory) -> Iterator[str]:
 
 
 # --------------------------------------------------------------------------- llama-cpp-python's OpenAI-compatible server
-HAS_LLAMA_SERVER = all(__import__("importlib.util").util.find_spec(m) is not None for m in ("llama_cpp", "fastapi", "sse_starlette"))
+HAS_LLAMA_SERVER = all(importlib.util.find_spec(m) is not None for m in ("llama_cpp", "fastapi", "sse_starlette"))
 
 
 @pytest.fixture(scope="session")
@@ -199,3 +200,31 @@ def postgres_server() -> Iterator[str]:
     finally:
         subprocess.run([*run_as, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "-t", "60", "stop"], capture_output=True, timeout=90)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- LangGraph's API server
+@contextmanager
+def langgraph_dev(folder: Path, env: dict[str, str], *, checkpointer: bool = False) -> Iterator[str]:
+    """``langgraph dev`` serving the graphs of the repo's ``langgraph.json`` (copied into ``folder`` with
+    absolute paths, so the server's working files stay out of the repo); with ``checkpointer``, its
+    checkpoints go to ``causalrag.checkpoints:server_checkpointer`` (PostgreSQL). Yields the server URL."""
+    import json
+
+    command = shutil.which("langgraph", path=str(BIN))
+    if command is None or importlib.util.find_spec("langgraph_runtime_inmem") is None:
+        pytest.skip('langgraph-cli[inmem] is not installed (pip install "causalrag[dev]")')
+    spec = json.loads((ROOT / "langgraph.json").read_text())
+    spec["dependencies"] = [str(ROOT) if d == "." else d for d in spec["dependencies"]]
+    spec["graphs"] = {name: str(ROOT / target.removeprefix("./")) for name, target in spec["graphs"].items()}
+    if checkpointer:
+        spec["checkpointer"] = {"path": f"{ROOT / 'causalrag' / 'checkpoints.py'}:server_checkpointer"}
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "langgraph.json").write_text(json.dumps(spec, indent=2))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    # --allow-blocking: the graphs' nodes are sync (LangGraph runs them in worker threads)
+    argv = [command, "dev", "--config", str(folder / "langgraph.json"), "--host", "127.0.0.1", "--port", str(port),
+            "--no-browser", "--no-reload", "--allow-blocking"]
+    environ = clean_env(LANGSMITH_TRACING="false", LANGGRAPH_CLI_NO_ANALYTICS="1", PYTHONPATH=str(ROOT), **env)
+    with server(argv, lambda: answers(f"{url}/ok"), name="langgraph dev", timeout=90, cwd=folder, env=environ, log=folder / "log.txt"):
+        yield url
