@@ -1,4 +1,4 @@
-"""OpenAI-compatible inference servers (vLLM, TGI, llama.cpp's server) behind the LLM interface.
+"""OpenAI-compatible inference servers (vLLM, llama-cpp-python's server, ...) behind the LLM interface.
 
 * generation: ``chat/completions`` (``api="chat"``, for instruct models: the server applies the
   chat template) or ``completions`` (``api="completions"``, plain text: base models, and the same
@@ -10,8 +10,10 @@
   ``completions`` as for generation); yes/no variants missing from the top 20 count as zero, and
   0.5 when both are missing.
 
-A server that lacks a capability (TGI has no ``echo``; OpenAI's own API no prompt log-probs) gives
-:class:`~causalrag.errors.ScoringUnavailableError` naming it. Requests run ``max_concurrency`` at a
+A server that lacks a capability (llama.cpp's own ``llama-server`` and TGI refuse ``echo``; OpenAI's
+own API gives no prompt log-probs) gives :class:`~causalrag.errors.ScoringUnavailableError` naming it;
+llama-cpp-python's server scores with ``--logits_all true``, and needs ``--interrupt_requests false``
+for requests in flight together (by default a new request cuts a running stream short). Requests run ``max_concurrency`` at a
 time from a thread pool, each retried with exponential back-off on timeouts, connection errors,
 429 and 5xx answers. Usage is counted from the servers' ``usage`` fields in the calling thread, so
 :func:`~causalrag.tools.usage.metered` blocks see it.
