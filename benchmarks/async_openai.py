@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -106,6 +107,7 @@ def main() -> None:
     rows = hotpotqa_questions()[: args.questions]
     questions = [{"question": r["question"]} for r in rows]
     passages = [Passage(t, " ".join(s)) for r in rows for t, s in r["context"]]
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout still stops the server (finally below)
     proc, url = start_server(args.threads, args.cache)
     try:
         llm = Counted(url, api="completions", sampling={"repeat_penalty": 1.0}, max_concurrency=args.concurrency)
