@@ -40,15 +40,7 @@ def checkpointer() -> Iterator[BaseCheckpointSaver]:
 
 @contextmanager
 def sqlite_checkpointer(path: str | Path | None = None) -> Iterator[BaseCheckpointSaver]:
-    """A LangGraph ``SqliteSaver`` on ``path`` (default ``$CAUSALRAG_HOME/checkpoints.sqlite``).
-
-    Without ``path`` and with ``CAUSALRAG_CHECKPOINT_URL`` set, the Postgres saver there instead
-    (:func:`checkpointer`), so ``ask --thread`` and ``history`` follow the setting.
-    """
-    if path is None and settings().checkpoint_url:
-        with postgres_checkpointer(settings().checkpoint_url) as saver:
-            yield saver
-        return
+    """A LangGraph ``SqliteSaver`` on ``path`` (default ``$CAUSALRAG_HOME/checkpoints.sqlite``)."""
     path = Path(path or checkpoint_path())
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path, check_same_thread=False)  # graph nodes may run in worker threads

@@ -202,7 +202,7 @@ def ask(
     from contextlib import nullcontext
 
     from causalrag.budget import check_question, question_may_overflow
-    from causalrag.checkpoints import sqlite_checkpointer, thread_config, thread_method
+    from causalrag.checkpoints import checkpointer, thread_config, thread_method
     from causalrag.nodes.common import llm_of, question_of
     from causalrag.text import readable
 
@@ -210,7 +210,7 @@ def ask(
         raise CausalRAGError("--resume needs the --thread id of the run to continue.")
     if not resume:
         question = question_of({"question": readable(read_question(question, question_file) or "")})
-    with sqlite_checkpointer() if thread else nullcontext() as saver:
+    with checkpointer() if thread else nullcontext() as saver:
         if resume:
             method = method or thread_method(saver, thread)
             question = None
@@ -235,10 +235,10 @@ def ask(
 @app.command()
 def history(thread: Annotated[str, typer.Option(help="Thread id given to `ask --thread`.")]) -> None:
     """List the stored steps of a thread, newest first."""
-    from causalrag.checkpoints import sqlite_checkpointer, thread_config, thread_method
+    from causalrag.checkpoints import checkpointer, thread_config, thread_method
     from causalrag.graphs.registry import build_graph
 
-    with sqlite_checkpointer() as saver:
+    with checkpointer() as saver:
         method = thread_method(saver, thread)
         graph = build_graph(method, checkpointer=saver)
         table = Table("step", "next", "question", "answer", "documents", "last node", title=f"thread {thread} ({method})")
