@@ -84,7 +84,7 @@ class FakeLLM(Judge):
 
     def stream(self, prompt: str, *, max_new_tokens: int = 64, stop: Sequence[str] | None = None) -> Iterator[str]:
         text = self.generate([prompt], max_new_tokens=max_new_tokens, stop=stop)[0][0]
-        yield from re.findall(r"\s*\S+", text) or [text]
+        yield from re.findall(r"\s*\S+", text) or ([text] if text else [])  # an empty completion yields nothing, as on real backends
 
     def logprob(self, prefixes: Sequence[str], continuations: Sequence[str], *, reduce: str = "sum") -> list[float]:
         self._check_window([p + c for p, c in zip(prefixes, continuations)])

@@ -100,3 +100,12 @@ def test_messages_stream_under_astream_too(store):
 
     final, texts, _, meta = split(asyncio.run(collect()))
     assert final["answer"] in "".join(texts.values()) and all(m["langgraph_node"] in texts for m in meta.values())
+
+
+def test_an_empty_completion_is_an_empty_answer_not_an_error(store):
+    """A model that stops at once (no token at all) streams an empty reply; the graph still answers."""
+    llm = FakeLLM(default="")
+    graph = build_graph("standard_rag", llm=llm, store=store)
+    state = graph.invoke({"question": QUESTION})
+    assert state["answer"] == ""
+    assert list(graph.stream({"question": QUESTION}, stream_mode="messages"))  # nothing raised, the run streamed

@@ -71,11 +71,15 @@ class LLMChatModel(BaseChatModel):
             max_new_tokens=kwargs.get("max_new_tokens", self.max_new_tokens),
             stop=stop or self.stop,
         )
+        said = False
         for piece in pieces:
             chunk = ChatGenerationChunk(message=AIMessageChunk(content=piece))
             if run_manager:
                 run_manager.on_llm_new_token(piece, chunk=chunk)
+            said = True
             yield chunk
+        if not said:  # an empty completion is an empty reply, not an error (LangChain refuses a stream of no chunks)
+            yield ChatGenerationChunk(message=AIMessageChunk(content=""))
 
 
 class ReplyChatModel(BaseChatModel):
