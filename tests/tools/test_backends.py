@@ -11,10 +11,7 @@ import importlib.util
 import json
 import logging
 import math
-import socket
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -33,6 +30,7 @@ from causalrag.tools.backends.chat_model import LLMChatModel
 from causalrag.tools.backends.openai import OpenAILLM
 from causalrag.tools.llm import choose_backend, load_llm
 from causalrag.tools.usage import metered
+from tests.servers.conftest import answers, free_port, server
 
 HAS_LLAMACPP = importlib.util.find_spec("llama_cpp") is not None
 HAS_SERVER = HAS_LLAMACPP and importlib.util.find_spec("fastapi") is not None and importlib.util.find_spec("sse_starlette") is not None
@@ -41,12 +39,6 @@ needs_llamacpp = pytest.mark.skipif(not HAS_LLAMACPP, reason="llama-cpp-python i
 PASSAGE = "Passage: The Eiffel Tower was completed in 1889 for the World's Fair.\nQuestion: When was the Eiffel Tower completed?\nAnswer:"
 PREFIX = "Question: When was the Eiffel Tower completed?\nAnswer:"
 CONTINUATIONS = [" The Eiffel Tower was completed in 1889.", " Bananas are a yellow fruit.", " 1889"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # --------------------------------------------------------------------------- backends
@@ -69,29 +61,11 @@ def llama_server():
     """llama.cpp's OpenAI-compatible server on the bundled GGUF, on a free local port, stopped at the end."""
     if not HAS_SERVER:
         pytest.skip("llama-cpp-python[server] is not installed")
-    port = free_port()
+    url = f"http://127.0.0.1:{(port := free_port())}/v1"
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(bundled_gguf()), "--host", "127.0.0.1",
                "--port", str(port), "--n_ctx", "2048", "--n_threads", "2", "--logits_all", "true", "--verbose", "false"]
-    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{url}/models", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"llama_cpp.server did not start: {server.stderr.read() if server.poll() is not None else 'timeout'}")
-            time.sleep(0.5)
+    with server(command, lambda: answers(f"{url}/models"), name="llama_cpp.server"):
         yield url
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
 
 
 @pytest.fixture(scope="session")
