@@ -279,7 +279,7 @@ def draw(
 @app.command()
 def demo(
     methods_: Annotated[Optional[str], typer.Option("--methods", help="Comma-separated methods (default: all).")] = None,
-    questions: Annotated[int, typer.Option(help="How many demo questions.")] = 2,
+    questions: Annotated[int, typer.Option(help="How many demo questions: the trap first, then a knowledge conflict and a bridge question.")] = 1,
     full: Annotated[bool, typer.Option("--full", help="The papers' defaults even on a CPU (slower).")] = False,
     model: ModelOpt = None,
     backend: BackendOpt = None,
@@ -287,16 +287,22 @@ def demo(
     """Seed the demo collection and answer a few demo questions with every method, streaming evidence.
 
     On a CPU each method runs with its ``cpu_params`` (fewer candidates, rounds and iterations)
-    unless ``--full`` is given.
+    and, on the transformers backend of a CPU with native bf16, bf16 weights (unless
+    ``CAUSALRAG_DTYPE`` is set), unless ``--full`` is given.
     """
     from causalrag.corpus import demo_questions, open_store
     from causalrag.graphs.registry import methods as registry
-    from causalrag.tools.backends.base import pick_device
+    from causalrag.config import settings
+    from causalrag.tools.backends.base import cpu_has_bf16, pick_device
     from causalrag.tools.llm import choose_backend
 
     chosen = methods_.split(",") if methods_ else list(registry())
     sized = not full and pick_device() == "cpu"
-    out.print(line(("causalrag demo", "bold"), f" — methods: {', '.join(chosen)}; backend: {choose_backend(backend, model)}"))
+    chosen_backend = choose_backend(backend, model)
+    if sized and chosen_backend == "transformers" and cpu_has_bf16():
+        os.environ.setdefault("CAUSALRAG_DTYPE", "bfloat16")  # half the bytes per decoded token; CAUSALRAG_DTYPE=float32 keeps fp32
+    dtype = f" ({settings().dtype} weights)" if chosen_backend == "transformers" else ""
+    out.print(line(("causalrag demo", "bold"), f" — methods: {', '.join(chosen)}; backend: {chosen_backend}{dtype}"))
     knobs = "; ".join(f"{m}: {registry()[m].cpu_params}" for m in chosen if m in registry() and registry()[m].cpu_params)
     if sized and knobs:
         out.print(f"[dim]CPU-sized parameters ({knobs}); --full runs the papers' defaults.[/]")

@@ -6,6 +6,7 @@
 | CAUSALRAG_CACHE     | model cache (plain copies of de-quantized GGUF models)               | ``~/.cache/causalrag``    |
 | CAUSALRAG_MODEL     | local model folder, ``.gguf`` file or hub id                         | bundled Gemma 3 270M     |
 | CAUSALRAG_DEVICE    | ``cuda``, ``mps`` or ``cpu``                                         | best available           |
+| CAUSALRAG_DTYPE     | weights of the transformers backend: ``auto``, ``float32``, ``bfloat16`` or ``float16`` | ``auto``: bf16 on CUDA, fp32 elsewhere |
 | CAUSALRAG_EMBEDDINGS| sentence-transformers model folder                                   | bundled all-MiniLM-L6-v2 |
 | CAUSALRAG_CHROMA_URL| ``http://host:port`` of a Chroma server (client/server mode)         | embedded PersistentClient|
 | CAUSALRAG_CHROMA_TENANT / _DATABASE | tenant and database on that server (they must exist) | ``default_tenant`` / ``default_database`` |
@@ -62,6 +63,7 @@ class Settings:
     cache: Path = field(default_factory=lambda: _env_path("CAUSALRAG_CACHE", "~/.cache/causalrag"))
     model: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_MODEL") or None)
     device: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_DEVICE") or None)
+    dtype: str = field(default_factory=lambda: (os.environ.get("CAUSALRAG_DTYPE") or "auto").lower())
     embeddings: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_EMBEDDINGS") or None)
     chroma_url: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_CHROMA_URL") or None)
     chroma_tenant: str = field(default_factory=lambda: os.environ.get("CAUSALRAG_CHROMA_TENANT") or "default_tenant")

@@ -38,13 +38,18 @@ def choose_backend(backend: str | None = None, model: str | None = None, device:
     return "llamacpp" if gguf and installed and pick_device(device or settings().device) == "cpu" else "transformers"
 
 
-@lru_cache(maxsize=4)
 def load_llm(model: str | None = None, device: str | None = None, backend: str | None = None) -> LLM:
-    """Load a model once per process (per model/device/backend); every graph and node shares it.
+    """Load a model once per process (per model/device/backend and ``CAUSALRAG_DTYPE``); every graph
+    and node shares it.
 
     ``openai`` talks to ``CAUSALRAG_OPENAI_URL``; its model is ``CAUSALRAG_OPENAI_MODEL``, else
     ``model``, else the server's first model.
     """
+    return _load(model, device, backend, settings().dtype)
+
+
+@lru_cache(maxsize=4)
+def _load(model: str | None, device: str | None, backend: str | None, dtype: str) -> LLM:
     chosen = choose_backend(backend, model, device)
     if chosen == "llamacpp":
         from causalrag.tools.backends.llamacpp import LlamaCppLLM
@@ -56,7 +61,7 @@ def load_llm(model: str | None = None, device: str | None = None, backend: str |
         return OpenAILLM.from_settings(model)
     from causalrag.tools.backends.transformers import TransformersLLM
 
-    return TransformersLLM(model, device=device)
+    return TransformersLLM(model, device=device, dtype=dtype)
 
 
 def default_llm() -> LLM:

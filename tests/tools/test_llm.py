@@ -101,3 +101,36 @@ def test_logprob_shared_prefix_matches_full_pass_and_ranks_sensibly(real_llm):
 def test_yes_probability_is_a_probability(real_llm):
     probs = real_llm.yes_probability(["Is Paris in France? Answer yes or no.\nAnswer:", "Is the sky green?\nAnswer:"])
     assert all(0.0 < p < 1.0 for p in probs)
+
+
+def test_dtype_setting_is_checked_and_auto_keeps_fp32_on_a_cpu(monkeypatch):
+    import torch
+
+    from causalrag.errors import CausalRAGError
+    from causalrag.tools.backends.transformers import pick_dtype
+
+    assert pick_dtype("auto", "cpu") is torch.float32
+    assert pick_dtype("auto", "cuda") is torch.bfloat16
+    assert pick_dtype("bfloat16", "cpu") is torch.bfloat16
+    with pytest.raises(CausalRAGError, match="CAUSALRAG_DTYPE='fp8' is not one of auto, float32, bfloat16, float16"):
+        pick_dtype("fp8", "cpu")
+    monkeypatch.setenv("CAUSALRAG_DTYPE", "fp8")
+    with pytest.raises(CausalRAGError, match="CAUSALRAG_DTYPE"):
+        TransformersLLM()
+
+
+@pytest.mark.slow
+def test_bf16_weights_answer_and_rank_as_fp32_does_on_a_clear_case(real_llm):
+    """CAUSALRAG_DTYPE=bfloat16 (the demo's choice on a CPU with native bf16) on a passage that states the
+    answer: the greedy reply may be worded differently (it is here: "The Eiffel Tower was completed in
+    1889" vs "It was completed in 1889") but states the same answer, and the scored choice agrees."""
+    import torch
+
+    half = TransformersLLM(dtype="bfloat16")
+    assert half.model.dtype is torch.bfloat16
+    replies = [llm.generate([PASSAGE], max_new_tokens=14, stop=["\n"])[0][0] for llm in (half, real_llm)]
+    assert all("1889" in r for r in replies), replies
+    options = [["1889", "1925", "Paris"]]
+    ours, theirs = half.choose([PASSAGE], options)[0], real_llm.choose([PASSAGE], options)[0]
+    assert ours.answer == theirs.answer == "1889"
+    assert all(abs(a - b) < 0.25 for a, b in zip(ours.scores, theirs.scores))

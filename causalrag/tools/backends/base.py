@@ -195,6 +195,16 @@ def bundled_gguf() -> Path:
     return Path(bundled.assemble())
 
 
+def cpu_has_bf16() -> bool:
+    """Whether this CPU computes bfloat16 natively (AVX512-BF16 or AMX): there bf16 weights decode
+    about 1.6× faster than fp32 (half the bytes a token reads); elsewhere torch emulates it slowly."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
 def pick_device(requested: str | None = None) -> str:
     """``requested`` when given, else the best device present: CUDA → MPS → CPU."""
     import torch

@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from causalrag.config import settings
-from causalrag.errors import ModelNotFoundError
+from causalrag.errors import CausalRAGError, ModelNotFoundError
 from causalrag.tools.backends.base import (
     NO_WORDS,
     YES_WORDS,
@@ -108,6 +108,22 @@ def model_location(spec: str | None) -> str:
 
 
 
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+
+
+def pick_dtype(requested: str, device: str):
+    """The weights' torch dtype: ``requested`` (``CAUSALRAG_DTYPE``), where ``auto`` is bf16 on CUDA
+    and fp32 elsewhere (the answers every real-model test asserts; ``bfloat16`` on a CPU with native
+    bf16 decodes ~1.6× faster and may change close choices, see README's cost section)."""
+    import torch
+
+    if requested not in DTYPES:
+        raise CausalRAGError(f"CAUSALRAG_DTYPE={requested!r} is not one of {', '.join(DTYPES)}: set one of them, or unset it.")
+    if requested == "auto":
+        return torch.bfloat16 if device == "cuda" else torch.float32
+    return getattr(torch, requested)
+
+
 CPU_CONTEXT = 8192
 """Tokens of prompt + reply allowed on a CPU (llama.cpp's default ``n_ctx`` too)."""
 
@@ -115,7 +131,7 @@ CPU_CONTEXT = 8192
 class TransformersLLM(Judge):
     """A local transformers causal LM behind the :class:`LLM` interface.
 
-    Device: CUDA (bf16) → MPS → CPU (fp32; bf16 is slower on most CPUs). Prompts go through the
+    Device: CUDA (bf16) → MPS → CPU (fp32 unless ``CAUSALRAG_DTYPE`` says otherwise). Prompts go through the
     tokenizer's chat template when it has one (instruct models) and are used as plain completion
     text otherwise (the bundled base model). ``logprob`` scores raw text (no chat template) so a
     passage's likelihood means the same for every model.
@@ -128,6 +144,7 @@ class TransformersLLM(Judge):
         device: str | None = None,
         batch_size: int | None = None,
         max_batch_tokens: int | None = None,
+        dtype: str | None = None,
     ) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -136,8 +153,8 @@ class TransformersLLM(Judge):
         hf_logging.disable_progress_bar()
         self._torch = torch
         self.device = pick_device(device or settings().device)
+        dtype = pick_dtype(dtype or settings().dtype, self.device)  # a bad value fails before any conversion
         location = model_location(model)
-        dtype = torch.bfloat16 if self.device == "cuda" else torch.float32
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(location)
             self.model = AutoModelForCausalLM.from_pretrained(location, dtype=dtype).to(self.device).eval()
