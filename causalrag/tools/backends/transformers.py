@@ -71,6 +71,7 @@ def plain_copy(gguf: Path, cache: Path) -> Path:
     if (target / "config.json").exists():
         return target
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.initialization import no_init_weights
 
     log.warning("Converting %s once into %s (about a minute; later loads take seconds).", gguf.name, target)
     with one_gguf_parse():
@@ -79,8 +80,10 @@ def plain_copy(gguf: Path, cache: Path) -> Path:
     config = quantized.config
     if hasattr(config, "quantization_config"):
         del config.quantization_config
-    plain = AutoModelForCausalLM.from_config(config)
+    with no_init_weights():  # every weight is overwritten next: random init was 14 % of a conversion
+        plain = AutoModelForCausalLM.from_config(config)
     plain.load_state_dict(quantized.state_dict())
+    plain.tie_weights()  # no_init_weights skips the tying that from_config does: keep one shared embedding
     plain.generation_config = quantized.generation_config
     tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")
     plain.save_pretrained(tmp)
