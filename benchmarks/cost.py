@@ -7,7 +7,8 @@ paragraphs (distractor setting), every method with the demo's CPU-sized knobs (`
 ``--full`` for the papers' defaults). Methods run one after another over all questions (method-major),
 each starting with llama.cpp's prompt cache emptied, so no method is served prompts another method
 decoded; within a method the cache works as in use (the few-shot header stays cached across questions).
-CIS's p(K) cache starts empty (a fresh ``CAUSALRAG_HOME``): its first row includes computing every prior
+Each backend starts with a warmed-up model and CIS's p(K) cache empty (a fresh ``CAUSALRAG_HOME``; the
+cache is per model name, so one backend's priors would serve the other's): CIS's first row includes computing every prior
 once; CIS then runs again over the same questions with the cache warm (a collection queried before).
 ``CAUSALRAG_DTYPE=bfloat16`` measures the transformers half with bf16 weights.
 
@@ -25,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-os.environ["CAUSALRAG_HOME"] = tempfile.mkdtemp(prefix="causalrag-cost-")  # cold p(K) cache, no user state
+os.environ["CAUSALRAG_HOME"] = tempfile.mkdtemp(prefix="causalrag-cost-")  # no user state (and a fresh one per backend below)
 
 from causalrag.config import settings  # noqa: E402
 from causalrag.eval.runner import EvalConfig, run_eval  # noqa: E402
@@ -42,7 +43,9 @@ def machine() -> str:
 
 
 def measure(backend: str, methods: list[str], questions: int, full: bool, out: Path) -> dict[str, dict[str, float]]:
+    os.environ["CAUSALRAG_HOME"] = tempfile.mkdtemp(prefix=f"causalrag-cost-{backend}-")  # p(K) cold for each backend
     llm = load_llm(backend=backend)
+    llm.generate(["Question: What is the capital of France?\nAnswer:"], max_new_tokens=4)  # one-time warm-up, outside every figure
     rows: dict[str, dict[str, float]] = {}
     # CIS runs twice: with its p(K) cache cold (every prior computed) and then warm (the steady state
     # of a collection that has been queried before: only log p(K|Q) is computed per question)
