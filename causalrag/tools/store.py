@@ -53,6 +53,7 @@ PASSAGE_SUFFIXES = TEXT_SUFFIXES | {".jsonl"}
 BINARY_SHARE = 0.1
 """A file whose decoded text is more than this share control or replacement characters is binary, not text."""
 _RRF_K = 60  # reciprocal-rank-fusion constant (Cormack et al., 2009)
+READ_PAGE = 5000  # rows per collection.get: Chroma binds SQL variables per row read, and SQLite caps them
 
 
 @dataclass(frozen=True)
@@ -442,7 +443,7 @@ class Store:
         current = {p.id for p in passages}
         read = set(sources)
         folders = tuple(str(r.resolve()) + os.sep for r in roots if r.is_dir())
-        got = self._collection().get(include=["metadatas"])
+        got = self._read(["metadatas"])
         stale = []
         for pid, meta in zip(got["ids"], got["metadatas"]):
             source = str((meta or {}).get("source", ""))
@@ -468,11 +469,25 @@ class Store:
             self._collection()  # a missing collection raises CollectionNotFoundError first
             raise EmptyCollectionError(self.collection)
 
+    def _read(self, include: list[str], ids: Sequence[str] | None = None) -> dict[str, list]:
+        """``collection.get`` of every passage (or of ``ids``) in pages of ``READ_PAGE`` rows: one get of a
+        100k-passage collection fails in Chroma's SQLite with "too many SQL variables"."""
+        collection, got = self._collection(), {"ids": [], **{field: [] for field in include}}
+        pages = (
+            (collection.get(ids=list(ids[start : start + READ_PAGE]), include=include) for start in range(0, len(ids), READ_PAGE))
+            if ids is not None
+            else (collection.get(include=include, limit=READ_PAGE, offset=start) for start in range(0, collection.count(), READ_PAGE))
+        )
+        for page in pages:
+            for field in got:
+                got[field] += page[field]
+        return got
+
     @_reported
     def get(self, ids: Sequence[str]) -> list[Document]:
         if not ids:  # Chroma rejects an empty id list; an empty pool simply has no passages
             return []
-        got = self._collection().get(ids=list(ids), include=["documents", "metadatas"])
+        got = self._read(["documents", "metadatas"], ids)
         by_id = {
             i: Document(id=i, page_content=d, metadata=dict(m or {}))
             for i, d, m in zip(got["ids"], got["documents"], got["metadatas"])
@@ -481,7 +496,7 @@ class Store:
 
     @_reported
     def passages(self) -> list[Passage]:
-        got = self._collection().get(include=["documents", "metadatas"])
+        got = self._read(["documents", "metadatas"])
         return [
             Passage((m or {}).get("title", ""), d, (m or {}).get("source", ""))
             for d, m in zip(got["documents"], got["metadatas"])
@@ -514,7 +529,7 @@ class Store:
 
     def _lexical_texts(self) -> tuple[list[str], list[str]]:
         """Every passage's id and BM25 text (title and text), read from the collection once per index build."""
-        got = self._collection().get(include=["documents", "metadatas"])
+        got = self._read(["documents", "metadatas"])
         return got["ids"], [f"{(m or {}).get('title', '')} {d}" for d, m in zip(got["documents"], got["metadatas"])]
 
     def _bm25_search(self, query: str, k: int, ids: Sequence[str] | None) -> list[Document]:

@@ -227,3 +227,24 @@ def test_a_chroma_url_that_does_not_answer_is_one_sentence(monkeypatch, url, say
     monkeypatch.setenv("CAUSALRAG_CHROMA_URL", url)
     with pytest.raises(StoreUnreachableError, match=says):
         Store("zoo").count()
+
+
+def test_whole_collection_reads_come_in_pages(fake_store, monkeypatch):
+    """Every read of the whole collection (passages, BM25's index build, stale-file checks) and of many
+    ids goes through pages: one get of 100k rows fails in Chroma's SQLite ("too many SQL variables")."""
+    import causalrag.tools.store as store_module
+
+    monkeypatch.setattr(store_module, "READ_PAGE", 3, raising=False)
+    store = fake_store()
+    facts = [Passage(f"Animal {i}", f"The animal number {i} lives in country {i}.", "") for i in range(10)]
+    facts.append(Passage("Okapi", "The okapi lives in the Congo rainforest.", ""))
+    assert store.add(facts) == 11
+    from chromadb.api.models.Collection import Collection
+
+    rows_read, original = [], Collection.get
+    monkeypatch.setattr(Collection, "get", lambda self, *a, **k: rows_read.append(len((got := original(self, *a, **k))["ids"])) or got)
+    assert sorted(p.title for p in store.passages()) == sorted(p.title for p in facts)
+    wanted = [p.id for p in facts[::-1]][:7]
+    assert [d.id for d in store.get(wanted)] == wanted
+    assert store.retrieve("Where does the okapi live?", 1, mode="bm25")[0].metadata["title"] == "Okapi"
+    assert rows_read and max(rows_read) <= 3
