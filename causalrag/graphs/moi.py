@@ -50,7 +50,4 @@ METHOD = Method(
     MoIContext,
     "score permuted orders of the passages, separate position bias from utility, answer in utility order",
     paper="moi-mixture-of-intervention.md",
-    # §3.2.2 + §3.3.1, Table 6: cyclic proposals pruned to 2 positions, the paper's cost-saving recipe
-    # (n calls of 2 passages each instead of 2n calls of n)
-    cpu_params={"proposal": "cyclic", "prefix": 2},
 )
