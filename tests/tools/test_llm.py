@@ -134,3 +134,48 @@ def test_bf16_weights_answer_and_rank_as_fp32_does_on_a_clear_case(real_llm):
     ours, theirs = half.choose([PASSAGE], options)[0], real_llm.choose([PASSAGE], options)[0]
     assert ours.answer == theirs.answer == "1889"
     assert all(abs(a - b) < 0.25 for a, b in zip(ours.scores, theirs.scores))
+
+
+def test_shared_head_and_head_cache_keep_the_longest_stored_prefix():
+    from causalrag.tools.backends.transformers import HeadCache, shared_head
+
+    assert shared_head([[1, 2, 3, 4], [1, 2, 5], [1, 2, 3]]) == 2
+    assert shared_head([[1, 2, 3], [1, 2, 3]], limit=2) == 2
+    assert shared_head([[7, 8], [9]]) == 0
+    heads = HeadCache(tokens=5)
+    heads.put([1, 2], "short")
+    heads.put([1, 2, 3], "long")
+    assert heads.longest([1, 2, 3, 4]) == (3, "long")
+    assert heads.longest([1, 2, 9]) == (2, "short")
+    assert heads.longest([5]) == (0, None)
+    heads.put([4], "new")  # 6 tokens held: drops the least recently used, [1, 2, 3] (the last hit was [1, 2])
+    assert heads.longest([1, 2, 3]) == (2, "short")
+
+
+@pytest.mark.slow
+def test_cached_heads_give_what_full_passes_give(real_llm, monkeypatch):
+    """Prompts sharing a few-shot header: generation, options, yes-probabilities and raw scores with the
+    header (and each prompt) served from the head cache equal those of passes that reuse nothing."""
+    import causalrag.tools.backends.transformers as backend
+
+    header = "Answer with a short phrase.\n\nQuestion: What is the capital of Italy?\nAnswer: Rome\n\n"
+    prompts = [header + PASSAGE, header + "Question: What is the capital of France?\nAnswer:"]
+    options = [["1889", "1900"], ["Paris", "Lyon"]]
+
+    def run():
+        real_llm.clear_cache()
+        return (real_llm.generate(prompts, max_new_tokens=8, stop=["\n"]), real_llm.choose(prompts, options),
+                real_llm.yes_probability(prompts), real_llm.logprob([header] * 2, [" Paris is in France.", " 1889"]))
+
+    with metered() as usage:
+        cached = run()
+    monkeypatch.setattr(backend, "HEAD_MIN", 10**9)  # no head is ever long enough: every row runs whole
+    with metered() as full_usage:
+        full = run()
+    assert cached[0] == full[0] and "1889" in cached[0][0][0]
+    assert [c.answer for c in cached[1]] == [c.answer for c in full[1]] == ["1889", "Paris"]
+    for a, b in zip(cached[1], full[1]):
+        assert a.scores == pytest.approx(b.scores, abs=1e-3)
+    assert cached[2] == pytest.approx(full[2], abs=1e-3)
+    assert cached[3] == pytest.approx(full[3], abs=1e-3)
+    assert usage.prompt_tokens < full_usage.prompt_tokens  # the header ran once, not once per row

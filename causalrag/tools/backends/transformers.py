@@ -2,10 +2,14 @@
 
 Two compute paths serve every method (see ``docs/methods.md``):
 
-* ``generate`` — several prompts (and ``n`` samples each) as one left-padded batch;
+* ``generate`` — several prompts (and ``n`` samples each) as one batch;
 * ``logprob`` / ``yes_probability`` — one forward pass per batch, log-softmax only at the
-  positions that are scored, and a shared prefix (e.g. one question before many passages)
-  run once with its KV cache copied to every candidate.
+  positions that are scored.
+
+Both reuse a batch's **head** — the tokens all its rows share (the few-shot header, a question before
+many passages, a prompt before its options): the head runs once, every row continues from a copy of
+its KV cache, and recent heads (:data:`HEAD_TOKENS` tokens of them) stay cached (:class:`HeadCache`), so a head that
+extends an earlier one (the same header, then one passage's prompt) runs only the extension.
 
 Usage (sequences, prompt tokens, new tokens, forward passes; ``causalrag.tools.usage``) is counted on the model and on
 every active :func:`~causalrag.tools.usage.metered` block, so each graph node reports its own cost.
@@ -22,6 +26,7 @@ import logging
 import os
 import shutil
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -43,6 +48,47 @@ from causalrag.tools.coalesce import Coalescer
 from causalrag.tools.usage import Usage, record
 
 log = logging.getLogger(__name__)
+
+HEAD_MIN = 16
+"""Fewest shared tokens worth running apart as a head (a BOS alone, or a short question, is not)."""
+HEAD_TOKENS = 16384
+"""Tokens of heads kept (the bundled model's fp32 KV: ~37 KB a token, ~6 KB past its 512-token sliding
+window; a 7B model's bf16 KV ~57 KB a token, so ~1 GB at most)."""
+
+
+def shared_head(rows: Sequence[Sequence[int]], limit: int | None = None) -> int:
+    """Length of the tokens every row starts with (at most ``limit``)."""
+    first = rows[0]
+    n = min(map(len, rows)) if limit is None else min(limit, *map(len, rows))
+    for row in rows[1:]:
+        n = next((k for k in range(n) if row[k] != first[k]), n)
+    return n
+
+
+class HeadCache:
+    """The KV caches (batch of one) and last hidden states of recently run heads, least recently used
+    dropped first once they hold more than ``tokens`` tokens."""
+
+    def __init__(self, tokens: int = HEAD_TOKENS) -> None:
+        self.tokens = tokens
+        self._entries: OrderedDict[tuple[int, ...], tuple] = OrderedDict()
+
+    def longest(self, tokens: Sequence[int]) -> tuple[int, tuple | None]:
+        """The longest stored head that ``tokens`` start with: its length and (cache, last hidden state)."""
+        found = max((k for k in self._entries if len(k) <= len(tokens) and tuple(tokens[: len(k)]) == k), key=len, default=None)
+        if found is None:
+            return 0, None
+        self._entries.move_to_end(found)
+        return len(found), self._entries[found]
+
+    def put(self, tokens: Sequence[int], value: tuple) -> None:
+        self._entries[tuple(tokens)] = value
+        self._entries.move_to_end(tuple(tokens))
+        while len(self._entries) > 1 and sum(map(len, self._entries)) > self.tokens:
+            self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        self._entries.clear()
 
 
 @contextmanager
@@ -177,8 +223,14 @@ class TransformersLLM(Judge):
         self.usage = Usage()
         self._lock = threading.RLock()  # one model, many graph threads: run forwards one at a time
         self._coalesced = Coalescer(self._generate_batched)
+        self._heads = HeadCache()
         self._yes_ids = self._single_token_ids(YES_WORDS)
         self._no_ids = self._single_token_ids(NO_WORDS)
+
+    def clear_cache(self) -> None:
+        """Forget the cached heads (benchmarks start cold)."""
+        with self._lock:
+            self._heads.clear()
 
     @property
     def context_window(self) -> int:
@@ -228,6 +280,24 @@ class TransformersLLM(Judge):
             yield batch
 
     # ---- generation
+    def _padded(self, rows: list[list[int]]) -> tuple[dict, int]:
+        """``generate``'s inputs for prompt rows and the tokens they take from a head: left-padded rows, or —
+        when the rows share a head — the head from :meth:`_head` as ``past_key_values`` and the padding
+        after it, so only the rest of each row runs (positions come from the attention mask)."""
+        torch = self._torch
+        h = shared_head(rows, min(map(len, rows)) - 1)
+        width = max(map(len, rows))
+        window = getattr(self.model.config, "sliding_window", None)
+        # a sliding window counts cells, padding included: padding inside a window would hide real tokens
+        if h < HEAD_MIN or (window and width > window and min(map(len, rows)) < width):
+            return dict(self.tokenizer.pad({"input_ids": rows}, return_tensors="pt").to(self.device)), 0
+        cache, _ = self._head(rows[0][:h])
+        cache.batch_repeat_interleave(len(rows))
+        pad = self.tokenizer.pad_token_id
+        ids = [r[:h] + [pad] * (width - len(r)) + r[h:] for r in rows]
+        mask = [[1] * h + [0] * (width - len(r)) + [1] * (len(r) - h) for r in rows]
+        return {"input_ids": torch.tensor(ids, device=self.device), "attention_mask": torch.tensor(mask, device=self.device), "past_key_values": cache}, h
+
     def _generate_kwargs(self, *, max_new_tokens: int, temperature: float, stop: Sequence[str] | None) -> dict:
         kwargs: dict = {"max_new_tokens": max_new_tokens, "pad_token_id": self.tokenizer.pad_token_id}
         if temperature > 0:
@@ -267,12 +337,11 @@ class TransformersLLM(Judge):
         lengths = [len(e) + max_new_tokens for e in encoded]
         outputs: list[list[str]] = [[] for _ in texts]
         kwargs = self._generate_kwargs(max_new_tokens=max_new_tokens, temperature=temperature, stop=stop)
-        if samples > 1:
-            kwargs["num_return_sequences"] = samples
         rows = max(1, self.batch_size // samples)
         for batch in self._chunks(lengths, order, rows=rows):
-            enc = self.tokenizer.pad({"input_ids": [encoded[i] for i in batch]}, return_tensors="pt").to(self.device)
+            ids = [encoded[i] for i in batch for _ in range(samples)]
             with self._lock, torch.inference_mode():
+                enc, cached = self._padded(ids)
                 if seed is not None:
                     torch.manual_seed(seed)
                 out = self.model.generate(**enc, **kwargs)
@@ -285,7 +354,7 @@ class TransformersLLM(Judge):
                 self.usage,
                 Usage(
                     calls=len(batch) * n,
-                    prompt_tokens=int(enc["attention_mask"].sum()) * samples,
+                    prompt_tokens=sum(map(len, ids)) - cached * len(ids),  # a head's tokens are counted where they run
                     new_tokens=real_new,
                     forward_passes=new.shape[1],
                 ),
@@ -371,79 +440,67 @@ class TransformersLLM(Judge):
         record(self.usage, Usage(prompt_tokens=int(sum(map(len, ids))), forward_passes=1))
         return out
 
-    def _score_full(self, prefixes: list[list[int]], conts: list[list[int]]) -> list[list[float]]:
-        torch = self._torch
-        seqs = [p + c for p, c in zip(prefixes, conts)]
-        result: list[list[float]] = [[] for _ in seqs]
-        order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
-        for batch in self._chunks([len(s) for s in seqs], order):
-            with self._lock, torch.inference_mode():
-                hidden = self._run([seqs[i] for i in batch]).last_hidden_state
-                rows, cols, targets = [], [], []
-                for r, i in enumerate(batch):
-                    start = len(prefixes[i])
-                    for pos in range(start, len(seqs[i])):
-                        rows.append(r), cols.append(pos - 1), targets.append(seqs[i][pos])
-                if not rows:
-                    continue
-                lps = self._token_logprobs(hidden[rows, cols], torch.tensor(targets, device=self.device))
-            k = 0
-            for i in batch:
-                result[i] = lps[k : k + len(conts[i])]
-                k += len(conts[i])
-        return result
+    def _head(self, tokens: list[int]):
+        """A fresh KV cache (batch of one) holding ``tokens`` and the last one's hidden state: the longest
+        stored head they start with is extended by the rest, and the result stored as a head."""
+        n, stored = self._heads.longest(tokens)
+        if n < len(tokens):
+            out = self._run([tokens[n:]], past_key_values=copy.deepcopy(stored[0]) if stored else None, use_cache=True)
+            stored = (out.past_key_values, out.last_hidden_state[:, -1:])
+            self._heads.put(tokens, stored)
+        return copy.deepcopy(stored[0]), stored[1]
 
-    def _score_shared(self, prefix: list[int], conts: list[list[int]]) -> list[list[float]]:
-        """Run the prefix once, then every continuation against a copy of its KV cache."""
-        torch = self._torch
-        result: list[list[float]] = [[] for _ in conts]
-        order = sorted(range(len(conts)), key=lambda i: len(conts[i]))
-        with self._lock, torch.inference_mode():
-            head = self._run([prefix], use_cache=True)
-            first = torch.log_softmax(self._logits(head.last_hidden_state[0, -1:]), dim=-1)[0]
-            for batch in self._chunks([len(c) + len(prefix) for c in conts], order):
-                batch = [i for i in batch if conts[i]]
-                if not batch:
-                    continue
-                cache = copy.deepcopy(head.past_key_values)
-                cache.batch_repeat_interleave(len(batch))
-                hidden = self._run([conts[i] for i in batch], past_key_values=cache, use_cache=True).last_hidden_state
-                rows, cols, targets = [], [], []
-                for r, i in enumerate(batch):
-                    for pos in range(1, len(conts[i])):
-                        rows.append(r), cols.append(pos - 1), targets.append(conts[i][pos])
-                lps = (
-                    self._token_logprobs(hidden[rows, cols], torch.tensor(targets, device=self.device))
-                    if rows
-                    else []
-                )
-                k = 0
-                for i in batch:
-                    rest = len(conts[i]) - 1
-                    result[i] = [float(first[conts[i][0]])] + lps[k : k + rest]
-                    k += rest
-        return result
+    def _hidden(self, rows: list[list[int]], limit: int):
+        """Last hidden states of a batch of rows (right-padded) and the offset that maps a position to its column.
+
+        The rows' shared head (at most ``limit`` tokens) comes from :meth:`_head`; the rest of each row
+        runs after a copy of its cache. Position ``p`` of a row is column ``p - offset``.
+        """
+        h = shared_head(rows, limit)
+        if h < HEAD_MIN:
+            return self._run(rows).last_hidden_state, 0
+        cache, last = self._head(rows[0][:h])
+        cache.batch_repeat_interleave(len(rows))
+        hidden = self._run([r[h:] for r in rows], past_key_values=cache, use_cache=True).last_hidden_state
+        return self._torch.cat([last.expand(len(rows), -1, -1), hidden], dim=1), h - 1
+
+    def _score_rows(self, seqs: list[list[int]], starts: list[int]) -> list[list[float]]:
+        """log p of every token of each row from ``starts[r]`` on, given the tokens before it (one batch)."""
+        hidden, offset = self._hidden(seqs, min(starts))
+        rows, cols, targets = [], [], []
+        for r, (seq, start) in enumerate(zip(seqs, starts)):
+            for pos in range(start, len(seq)):
+                rows.append(r), cols.append(pos - 1 - offset), targets.append(seq[pos])
+        lps = self._token_logprobs(hidden[rows, cols], self._torch.tensor(targets, device=self.device))
+        out, k = [], 0
+        for seq, start in zip(seqs, starts):
+            out.append(lps[k : k + len(seq) - start])
+            k += len(seq) - start
+        return out
 
     def _score_ids(self, prefixes: list[list[int]], conts: list[list[int]]) -> list[list[float]]:
         """Per-token log-probs of each continuation after its prefix (token ids).
 
-        Continuations that share a prefix (≥ 2 of them, prefix ≥ 4 tokens) reuse its KV cache;
-        the rest run as right-padded batches.
+        Continuations of one prefix (a prompt's options) are batched apart, so their head is the whole
+        prefix; the others are batched together in token order, so their head is what neighbours share.
+        The prefix every row shares (the few-shot header) runs first, once, as a head the others extend.
         """
-        groups: dict[tuple[int, ...], list[int]] = {}
-        for i, p in enumerate(prefixes):
-            groups.setdefault(tuple(p), []).append(i)
+        torch = self._torch
+        seqs = [p + c for p, c in zip(prefixes, conts)]
         result: list[list[float]] = [[] for _ in conts]
-        single: list[int] = []
-        for p, members in groups.items():
-            if len(members) >= 2 and len(p) >= 4:
-                for i, lps in zip(members, self._score_shared(list(p), [conts[i] for i in members])):
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for i in range(len(conts)):
+            if conts[i]:
+                groups.setdefault(tuple(prefixes[i]), []).append(i)
+        singles = sorted((m[0] for m in groups.values() if len(m) == 1), key=seqs.__getitem__)
+        lengths = [len(s) for s in seqs]
+        batches = [b for m in groups.values() if len(m) > 1 for b in self._chunks(lengths, m)] + list(self._chunks(lengths, singles))
+        with self._lock, torch.inference_mode():
+            if len(groups) > 1 and (h := shared_head(list(groups))) >= HEAD_MIN:
+                self._head(list(next(iter(groups)))[:h])
+            for batch in batches:
+                for i, lps in zip(batch, self._score_rows([seqs[i] for i in batch], [len(prefixes[i]) for i in batch])):
                     result[i] = lps
-            else:
-                single += members
-        if single:
-            for i, lps in zip(single, self._score_full([prefixes[i] for i in single], [conts[i] for i in single])):
-                result[i] = lps
         return result
 
     def token_logprobs(self, prefixes: Sequence[str], continuations: Sequence[str]) -> list[list[float]]:
@@ -480,11 +537,11 @@ class TransformersLLM(Judge):
         torch = self._torch
         ids = [self.tokenizer(self.format(p), add_special_tokens=not self.has_chat_template)["input_ids"] for p in prompts]
         probs: list[float] = [0.5] * len(ids)
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        order = sorted(range(len(ids)), key=ids.__getitem__)  # token order: neighbours share a head
         for batch in self._chunks([len(i) for i in ids], order):
             with self._lock, torch.inference_mode():
-                hidden = self._run([ids[i] for i in batch]).last_hidden_state
-                last = hidden[list(range(len(batch))), [len(ids[i]) - 1 for i in batch]]
+                hidden, offset = self._hidden([ids[i] for i in batch], min(len(ids[i]) for i in batch) - 1)
+                last = hidden[list(range(len(batch))), [len(ids[i]) - 1 - offset for i in batch]]
                 p = torch.softmax(self._logits(last), dim=-1)
                 yes, no = p[:, self._yes_ids].sum(-1), p[:, self._no_ids].sum(-1)
                 share = (yes / (yes + no).clamp_min(1e-12)).tolist()
