@@ -494,7 +494,8 @@ class TransformersLLM(Judge):
                 groups.setdefault(tuple(prefixes[i]), []).append(i)
         singles = sorted((m[0] for m in groups.values() if len(m) == 1), key=seqs.__getitem__)
         lengths = [len(s) for s in seqs]
-        batches = [b for m in groups.values() if len(m) > 1 for b in self._chunks(lengths, m)] + list(self._chunks(lengths, singles))
+        shared = [sorted(m, key=lengths.__getitem__) for m in groups.values() if len(m) > 1]  # by length: least padding
+        batches = [b for m in shared for b in self._chunks(lengths, m)] + list(self._chunks(lengths, singles))
         with self._lock, torch.inference_mode():
             if len(groups) > 1 and (h := shared_head(list(groups))) >= HEAD_MIN:
                 self._head(list(next(iter(groups)))[:h])
