@@ -10,7 +10,11 @@ from dataclasses import asdict, dataclass, fields
 
 @dataclass
 class Usage:
-    """Cost counters; ``calls`` counts sequences (prompts × samples), as the papers count LLM calls."""
+    """Cost counters; ``calls`` counts sequences (prompts × samples), as the papers count LLM calls.
+
+    ``prompt_tokens`` are the prompt tokens a local backend computed: a prefix served from its cache,
+    or shared by several rows of a call, counts once (a remote server reports its own count).
+    """
 
     calls: int = 0
     prompt_tokens: int = 0

@@ -340,6 +340,7 @@ class LlamaCppLLM(Judge):
                 parent = k
         order = sorted((k for k, e in enumerate(entries) if e[2]), key=lambda k: entries[k][1])
         batch = [tuple(entries[k]) for k in order]
+        record(self.usage, Usage(prompt_tokens=len(batch)))  # the tokens computed: cached prefixes and shared cells count once
 
         self._decode(batch, lambda i, logits: use(logits, readers[order[i]]), keep=seqs)
         return seqs
@@ -428,7 +429,7 @@ class LlamaCppLLM(Judge):
                 self.clear_cache()
                 raise
             finally:
-                record(self.usage, Usage(prompt_tokens=sum(map(len, prompts)), new_tokens=sum(made)))
+                record(self.usage, Usage(new_tokens=sum(made)))
 
     def generate(
         self,
@@ -512,8 +513,6 @@ class LlamaCppLLM(Judge):
                 except BaseException:
                     self.clear_cache()
                     raise
-        # the tokens asked to be read, as transformers counts them: each distinct head once, every continuation
-        record(self.usage, Usage(prompt_tokens=sum(map(len, {tuple(h) for h in heads})) + sum(map(len, conts))))
         return result
 
     def token_logprobs(self, prefixes: Sequence[str], continuations: Sequence[str]) -> list[list[float]]:
@@ -561,5 +560,5 @@ class LlamaCppLLM(Judge):
                 except BaseException:
                     self.clear_cache()
                     raise
-        record(self.usage, Usage(calls=len(encoded), prompt_tokens=sum(map(len, encoded))))
+        record(self.usage, Usage(calls=len(encoded)))
         return probs
