@@ -20,7 +20,8 @@ answers, not new text. With "generate" every step writes text and parses it, as 
 
 Relevance s(q, e): the paper uses a cross-encoder (bge-reranker-large); none ships offline here,
 so s is the LLM's query likelihood gain, σ(mean log p(q | e) − mean log p(q)), per token, from
-one batched ``logprob`` call (continuations sharing a passage reuse its KV cache). The cheap
+one batched ``logprob`` call (:func:`~causalrag.nodes.evidence.query_relevance`: q continues the
+passage's reading prompt, so the passage's KV cache serves its readings too). The cheap
 relevance filter of Eq. 5 and the sampling prior use embedding cosine instead.
 """
 
@@ -33,7 +34,7 @@ from langgraph.runtime import Runtime
 from causalrag.nodes import cf_rag_math as cm
 from causalrag.nodes.cf_rag_edits import edits_by_type, question_entities
 from causalrag.nodes.common import context, emit, emit_evidence, fit, judge_of, llm_of, question_of, store_of, stream_text, traced
-from causalrag.nodes.evidence import group_readings, read_each, read_jointly, support_matrix, together, with_candidate, written_answer
+from causalrag.nodes.evidence import group_readings, query_relevance, read_each, read_jointly, support_matrix, together, with_candidate, written_answer
 from causalrag.prompts.cf_rag import (
     COUNTERFACTUAL_STOP,
     HYPOTHESIS_STOP,
@@ -43,8 +44,6 @@ from causalrag.prompts.cf_rag import (
     hypothesis_prompt,
     parse_hypothesis,
     parse_rewrite,
-    relevance_continuation,
-    relevance_prefix,
     synthesis_prompt,
 )
 from causalrag.prompts.common import ANSWER_STOP, answer_prompt
@@ -334,16 +333,6 @@ def hypothesize(task: HypothesisTask, runtime: Runtime[CFRAGContext]) -> dict:
 
 
 # --------------------------------------------------------------------------- §4.2.2 arbitration
-def relevance_matrix(llm, docs: list[Document], queries: list[str]) -> np.ndarray:
-    """s(q', e) for every passage × query: σ(per-token PMI of q' given e), one batched ``logprob`` call."""
-    n, m = len(docs), len(queries)
-    prefixes = [relevance_prefix(d) for d in docs for _ in queries] + [relevance_prefix(None)] * m
-    conts = [relevance_continuation(q) for _ in docs for q in queries] + [relevance_continuation(q) for q in queries]
-    scores = np.array(llm.logprob(prefixes, conts, reduce="mean"), dtype=float)
-    conditional, prior = scores[: n * m].reshape(n, m), scores[n * m :]
-    return cm.sigmoid(conditional - prior[None, :])
-
-
 def confidences(llm, question: str, hyps: list[dict], samples: list[list[Document]]) -> list[float]:
     """φ₃: geometric-mean token probability of each generated answer + rationale (one batched call)."""
     prefixes = [hypothesis_prompt(question, samples[h["index"]]) for h in hyps]
@@ -360,7 +349,7 @@ def arbitrate(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
     hyps = sorted(state.get("hypotheses") or [], key=lambda h: h["index"])
     evidence = {d.id: d for h in hyps for d in samples[h["index"]]}
     ids = list(evidence)
-    rel = relevance_matrix(llm, list(evidence.values()), [question, *(state.get("cf_queries") or [])])
+    rel = query_relevance(llm, list(evidence.values()), [question, *(state.get("cf_queries") or [])])
     answers = [h["answer"] or "unknown" for h in hyps]
     vectors = embed(answers + [passage_text(evidence[i]) for i in ids])
     answer_vecs, evidence_vecs = vectors[: len(hyps)], vectors[len(hyps) :]

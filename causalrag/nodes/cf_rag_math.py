@@ -195,6 +195,3 @@ def info_score(similarity: float, ans_div: float, dom_rel: float, alpha: float, 
     """Eq. 3: Info = α·(1 − sim_sem) + β·Div_ans + γ·Rel_dom."""
     return alpha * (1 - similarity) + beta * ans_div + gamma * dom_rel
 
-
-def sigmoid(x: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-x))

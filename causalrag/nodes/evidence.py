@@ -16,6 +16,8 @@ badly, but it ranks given options well. So a conflict is made explicit before an
 3. **judge** — :func:`read_jointly` chooses among a fixed set of candidate answers given some
    passages together (a hypothesis, a synthesis, a final answer), and :func:`support_matrix` asks
    each passage alone which of several answers it supports; every judgment is a ``choose``.
+4. **match** — :func:`query_relevance` scores how well a passage matches a query by the query's
+   likelihood as the question asked of that passage (CF-RAG's s(q, e), RetroRAG's S_e).
 
 Methods keep their own aggregation (Astute's reliability, CF-RAG's Ψ, RetroRAG's self-consistency).
 """
@@ -25,11 +27,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 from langchain_core.documents import Document
+from scipy.special import expit
 
 from causalrag.nodes.common import fit
-from causalrag.prompts.common import ANSWER_STOP, answer_prompt
-from causalrag.text import answer_spans, clean_answer, grounded, key_sentences, name_only, normalize_answer, question_options, same_answer
+from causalrag.prompts.common import ANSWER_STOP, NO_PASSAGE, answer_prompt, reading_prefix
+from causalrag.text import answer_spans, clean_answer, grounded, key_sentences, name_only, normalize_answer, one_line, question_options, same_answer
 from causalrag.tools.backends.base import Choice
 
 
@@ -190,3 +194,23 @@ def support_matrix(llm, question: str, docs: Sequence[Document], answers: Sequen
         return [[] for _ in docs]
     choices = llm.choose([answer_prompt(question, [d]) for d in alone(llm, question, docs)], [list(answers)] * len(docs))
     return [list(c.probs) for c in choices]
+
+
+def query_relevance(llm, docs: Sequence[Document], queries: Sequence[str]) -> np.ndarray:
+    """s(q, e) = σ(mean log p(q | e) − mean log p(q | no passage)) per token, for every passage × query.
+
+    One batched ``logprob`` call. q is scored as the question asked of e in the single-passage
+    reading prompt (:func:`~causalrag.prompts.common.reading_prefix`), so the passage's KV cache is
+    the one every reading of e starts with: decoded once for the scores and the readings alike.
+    The passage-free baseline cancels how likely a query is anyway (its length and wording).
+    """
+    n, m = len(docs), len(queries)
+    if not n or not m:
+        return np.zeros((n, m))
+    asked = [f" {one_line(q)}" for q in queries]
+    prefixes = [reading_prefix([d]) for d in docs for _ in queries] + [reading_prefix([NO_PASSAGE])] * m
+    scores = np.array(llm.logprob(prefixes, asked * n + asked, reduce="mean"), dtype=float)
+    conditional, prior = scores[: n * m].reshape(n, m), scores[n * m :]
+    with np.errstate(invalid="ignore"):
+        gain = conditional - prior[None, :]
+    return expit(np.nan_to_num(gain, nan=0.0))  # a non-finite score on both sides says nothing: 0.5

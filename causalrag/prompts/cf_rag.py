@@ -81,17 +81,6 @@ def parse_hypothesis(text: str) -> tuple[str, str]:
     return clean_answer(head), one_line(between(text, "Reason:", "\n") or "")
 
 
-# --------------------------------------------------------------------------- §4.2.2 relevance s(q, e)
-def relevance_prefix(document: Document | None) -> str:
-    """Prefix for the query likelihood log p(q | e); ``None`` gives the passage-free baseline p(q)."""
-    text = format_passages([document], numbered=False) if document is not None else "(none)"
-    return f"Passage: {text}\nA question this passage answers:"
-
-
-def relevance_continuation(query: str) -> str:
-    return f" {one_line(query)}"
-
-
 # --------------------------------------------------------------------------- §4.2.3 / App. J
 SYNTHESIS_STOP = ("\n",)
 

@@ -71,6 +71,22 @@ def format_passages(documents: Sequence[Document], *, numbered: bool = True) -> 
     return "\n".join(lines)
 
 
+NO_PASSAGE = Document(page_content="(none)")
+"""The content-free passage of a passage-free baseline (:func:`reading_prefix` with nothing to read)."""
+
+
+def reading_prefix(documents: Sequence[Document]) -> str:
+    """The passage prompt up to its question: instruction, worked examples, the passages, ``Question:``.
+
+    Every single-passage reading (:func:`answer_prompt`) starts with this text, so a score that
+    continues it (the query likelihood of ``evidence.query_relevance``) reuses the passage's cached
+    KV on both backends.
+    """
+    shots = "".join(f"Passages:\n{p}\nQuestion: {q}\nAnswer: {a}\n\n" for p, q, a in EXAMPLES)
+    passages = format_passages(list(reversed(documents)))
+    return f"Answer the question with a short phrase from the passages.\n\n{shots}Passages:\n{passages}\nQuestion:"
+
+
 def answer_prompt(question: str, documents: Sequence[Document]) -> str:
     """Short-answer prompt; closed book when there are no documents.
 
@@ -82,6 +98,4 @@ def answer_prompt(question: str, documents: Sequence[Document]) -> str:
     if not documents:
         shots = "".join(f"Question: {q}\nAnswer: {a}\n\n" for _, q, a in EXAMPLES)
         return f"Answer the question with a short phrase.\n\n{shots}Question: {question}\nAnswer:"
-    shots = "".join(f"Passages:\n{p}\nQuestion: {q}\nAnswer: {a}\n\n" for p, q, a in EXAMPLES)
-    passages = format_passages(list(reversed(documents)))
-    return f"Answer the question with a short phrase from the passages.\n\n{shots}Passages:\n{passages}\nQuestion: {question}\nAnswer:"
+    return f"{reading_prefix(documents)} {question}\nAnswer:"

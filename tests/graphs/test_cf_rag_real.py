@@ -10,7 +10,7 @@ import pytest
 
 from causalrag.eval.datasets import load_dataset
 from causalrag.graphs.registry import build_graph
-from causalrag.nodes.cf_rag import relevance_matrix
+from causalrag.nodes.evidence import query_relevance
 from causalrag.prompts.cf_rag import TRANSFORMATIONS
 
 pytestmark = pytest.mark.slow
@@ -67,6 +67,6 @@ def test_query_likelihood_relevance_discriminates_the_decisive_passage(real_llm,
     more than a passage about another Joker does."""
     by_title = {p.title: p.to_document() for p in trap.passages}
     docs = [by_title["The Dark Knight (cast)"], by_title["Batman (1989 film)"]]
-    rel = relevance_matrix(real_llm, docs, [trap.question, "Who played the Joker in Batman (1989)?"])
+    rel = query_relevance(real_llm, docs, [trap.question, "Who played the Joker in Batman (1989)?"])
     margin = rel[:, 0] - rel[:, 1]
     assert margin[0] > margin[1]

@@ -2,7 +2,10 @@
 
 from langchain_core.documents import Document
 
-from causalrag.nodes.evidence import Reading, group_readings, read_each, reading_options, support_matrix
+import math
+
+from causalrag.nodes.evidence import Reading, group_readings, query_relevance, read_each, reading_options, support_matrix
+from causalrag.prompts.common import answer_prompt
 from tests.fakes import FakeLLM
 
 CAST = Document(page_content="The Dark Knight stars Christian Bale as Batman and Heath Ledger as the Joker.", metadata={"title": "The Dark Knight (cast)"})
@@ -64,3 +67,24 @@ def test_support_matrix_asks_every_passage_about_every_answer():
     matrix = support_matrix(llm, "Who played the Joker?", [CAST, BATMAN], ["Heath Ledger", "Jack Nicholson"])
     assert matrix[0][0] > matrix[0][1] and matrix[1][1] > matrix[1][0]
     assert support_matrix(llm, "Q?", [CAST], []) == [[]]
+
+
+def test_query_relevance_scores_the_query_as_the_question_asked_of_each_passage_against_no_passage():
+    """One call; each prefix is the passage's reading prompt up to its question (so a backend's cache
+    serves the later readings), and the passage-free baseline cancels the query's own likelihood."""
+
+    def logprob(prefix: str, continuation: str) -> float:
+        return -1.0 if "Heath Ledger" in prefix and "Dark Knight" in continuation else -3.0
+
+    llm = FakeLLM(logprob=logprob)
+    queries = ["Who played the Joker in The Dark Knight?", "Who played the Joker in Batman?"]
+    rel = query_relevance(llm, [CAST, BATMAN], queries)
+    assert rel.shape == (2, 2) and llm.usage.calls == 6
+    prefixes = [p for p, _ in llm.scored]
+    for doc, prefix in zip([CAST, CAST, BATMAN, BATMAN], prefixes):
+        assert answer_prompt(queries[0], [doc]).startswith(prefix) and prefix.endswith("Question:")
+    assert "(none)" in prefixes[-1] and all(c.startswith(" Who played") for _, c in llm.scored)
+    gain = 2.0 / len(queries[0].split())  # mean per-word log-prob over the baseline's
+    assert math.isclose(rel[0, 0], 1 / (1 + math.exp(-gain)), rel_tol=1e-9)
+    assert rel[0, 1] == rel[1, 0] == rel[1, 1] == 0.5  # the query is no likelier after the passage than after none
+    assert query_relevance(llm, [], queries).shape == (0, 2)

@@ -57,6 +57,39 @@ def test_scoring_decodes_a_head_once_for_all_its_continuations(llm, monkeypatch)
     assert all(abs(a - b) < 0.5 for x, y in zip(alone, together) for a, b in zip(x, y))
 
 
+def test_usage_counts_computed_prompt_tokens_and_relevance_scoring_feeds_the_readings(llm):
+    """query_relevance scores q after each passage's reading prefix, so reading those passages next
+    computes little more than the question: the counted prompt tokens are the tokens decoded."""
+    from langchain_core.documents import Document
+
+    from causalrag.nodes.evidence import query_relevance
+    from causalrag.prompts.common import answer_prompt
+    from causalrag.tools.usage import metered
+
+    docs = [
+        Document(page_content="The Dark Knight (2008) stars Christian Bale as Batman and Heath Ledger as the Joker.", metadata={"title": "The Dark Knight"}),
+        Document(page_content="Batman (1989) stars Michael Keaton as Batman and Jack Nicholson as the Joker.", metadata={"title": "Batman (1989 film)"}),
+    ]
+    question = "Who played the Joker in The Dark Knight?"
+    readings = [answer_prompt(question, [d]) for d in docs]
+
+    def read() -> int:
+        with metered() as usage:
+            llm.generate(readings, max_new_tokens=1)
+        return usage.prompt_tokens
+
+    llm.clear_cache()
+    cold = read()
+    assert 0 < cold < sum(len(llm._prompt_tokens(p)) for p in readings)  # the few-shot header counted once
+    llm.clear_cache()
+    with metered() as scoring:
+        rel = query_relevance(llm, docs, [question])
+    assert rel[0, 0] > rel[1, 0]
+    assert scoring.prompt_tokens > 0
+    warm = read()
+    assert warm < cold / 10  # the passages (and here the question, scored as q) come from the cache: "Answer:" is left
+
+
 def test_a_full_context_is_the_error_you_see_and_the_model_recovers(llm):
     """llama.cpp's own error surfaces (it once hid behind an UnboundLocalError), and the next call works."""
     real = llm.n_ctx
