@@ -17,7 +17,7 @@ badly, but it ranks given options well. So a conflict is made explicit before an
    passages together (a hypothesis, a synthesis, a final answer), and :func:`support_matrix` asks
    each passage alone which of several answers it supports; every judgment is a ``choose``.
 4. **match** — :func:`query_relevance` scores how well a passage matches a query by the query's
-   likelihood as the question asked of that passage (CF-RAG's s(q, e), RetroRAG's S_e).
+   likelihood as the question asked of that passage (CF-RAG's s(q, e)).
 
 Methods keep their own aggregation (Astute's reliability, CF-RAG's Ψ, RetroRAG's self-consistency).
 """
