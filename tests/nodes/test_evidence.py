@@ -1,8 +1,8 @@
 """Isolate, then aggregate: reading options, isolated readings, grouping (fake LLM; the real model in tests/graphs)."""
 
-from langchain_core.documents import Document
-
 import math
+
+from langchain_core.documents import Document
 
 from causalrag.nodes.evidence import Reading, group_readings, query_relevance, read_each, reading_options, support_matrix
 from causalrag.prompts.common import answer_prompt
