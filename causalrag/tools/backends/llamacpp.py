@@ -338,7 +338,9 @@ class LlamaCppLLM(Judge):
                         entries[k][3] = True
                         readers.setdefault(k, []).append((r, p))
                 parent = k
-        order = sorted((k for k, e in enumerate(entries) if e[2]), key=lambda k: entries[k][1])
+        # row by row (each cell after its parent): interleaving the rows by position made the same
+        # decode 1.8x slower (MoI's ten orderings: 21.4 -> 11.8 s a question)
+        order = [k for k, e in enumerate(entries) if e[2]]
         batch = [tuple(entries[k]) for k in order]
         record(self.usage, Usage(prompt_tokens=len(batch)))  # the tokens computed: cached prefixes and shared cells count once
 
