@@ -6,6 +6,8 @@ needs vector similarity (deduplication, clustering, agreement checks).
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -51,13 +53,42 @@ def default_embeddings() -> Embeddings:
     return load_embeddings(embedding_model_path())
 
 
+MEMO_SIZE = 4096
+"""Texts whose embeddings :func:`embed` keeps (6 MB with MiniLM): the nodes of one run embed the same
+passages again (CF-RAG's filter, clusters and arbitration; RetroRAG's matching in every iteration)."""
+_memo: OrderedDict[tuple[int, str], np.ndarray] = OrderedDict()
+_models: dict[int, Embeddings] = {}  # holds each model whose id keys the memo, so no other object takes its id
+_memo_lock = threading.Lock()
+
+
+def unit_rows(vectors) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    return vectors / np.clip(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12, None)
+
+
 def embed(texts: Sequence[str], embeddings: Embeddings | None = None) -> np.ndarray:
-    """Unit-length embeddings as an ``(n, d)`` float32 array (rows are zero for no texts)."""
+    """Unit-length embeddings as an ``(n, d)`` float32 array (rows are zero for no texts).
+
+    The vectors of the last :data:`MEMO_SIZE` texts are kept per embeddings object, so only texts
+    not seen lately are encoded (in one batch).
+    """
     if not texts:
         return np.zeros((0, 0), dtype=np.float32)
-    vectors = np.asarray((embeddings or default_embeddings()).embed_documents(list(texts)), dtype=np.float32)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.clip(norms, 1e-12, None)
+    model = embeddings or default_embeddings()
+    with _memo_lock:
+        _models.setdefault(id(model), model)
+        found = {t: _memo[(id(model), t)] for t in texts if (id(model), t) in _memo}
+        for t in found:
+            _memo.move_to_end((id(model), t))
+    missing = [t for t in dict.fromkeys(texts) if t not in found]
+    if missing:
+        fresh = unit_rows(model.embed_documents(missing))
+        found.update(zip(missing, fresh))
+        with _memo_lock:
+            _memo.update(((id(model), t), v) for t, v in zip(missing, fresh))
+            while len(_memo) > MEMO_SIZE:
+                _memo.popitem(last=False)
+    return np.stack([found[t] for t in texts])
 
 
 def cosine_matrix(a: Sequence[str], b: Sequence[str], embeddings: Embeddings | None = None) -> np.ndarray:
