@@ -85,7 +85,8 @@ def load_conflict(path: Path = CONFLICT) -> list[Example]:
         passages = [Passage(p["title"], p["text"], f"conflict:{p.get('role', '')}") for p in row["passages"]]
         gold = [p["title"] for p in row["passages"] if p.get("role") == "correct"]
         examples.append(Example(row["id"], row["question"], list(row["answers"]), row.get("type", ""), gold, passages,
-                                wrong_answers=[row["wrong_answer"]] if row.get("wrong_answer") else []))
+                                wrong_answers=[row["wrong_answer"]] if row.get("wrong_answer") else [],
+                                condition=row.get("type", "")))
     return examples
 
 

@@ -31,6 +31,9 @@ class Example:
     wrong_answers: list[str] = field(default_factory=list)
     """Wrong answers that planted passages of the pool assert (a swapped twin's substitute, RGB's
     ``fakeanswer``, the conflict set's ``wrong_answer``): an answer naming one is ``misled``."""
+    condition: str = ""
+    """What the pool holds (the robustness suite's condition, e.g. ``conflict_majority_right``);
+    reports compare methods per condition. Empty for sets with one kind of pool."""
 
     def with_wrong_answers(self, wrong: list[str]) -> Example:
         return dataclasses.replace(self, wrong_answers=list(dict.fromkeys([*self.wrong_answers, *wrong])))

@@ -354,6 +354,7 @@ def run_eval(
                             "setting": config.setting,
                             "dataset": config.dataset,
                             "type": ex.type,
+                            "condition": ex.condition,
                             "question": ex.question,
                             "answers": ex.answers,
                             **score_result(state, ex, gold=gold, pool=pools.ids_for(ex), asserted=asserted, k=ctx.k),
