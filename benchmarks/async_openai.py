@@ -31,14 +31,19 @@ import sys
 import threading
 import time
 
-import httpx
-from langgraph.checkpoint.memory import InMemorySaver
+from _needs import LLAMA_SERVER, need
 
-import causalrag
-from causalrag.corpus import hotpotqa_questions
-from causalrag.tools.backends.base import bundled_gguf
-from causalrag.tools.backends.openai import OpenAILLM
-from causalrag.tools.store import Passage, Store
+need("llamacpp", *LLAMA_SERVER)
+need("openai", "httpx")
+
+import httpx  # noqa: E402
+from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
+
+import causalrag  # noqa: E402
+from causalrag.corpus import hotpotqa_questions  # noqa: E402
+from causalrag.tools.backends.base import bundled_gguf  # noqa: E402
+from causalrag.tools.backends.openai import OpenAILLM  # noqa: E402
+from causalrag.tools.store import Passage, Store  # noqa: E402
 
 
 class Counted(OpenAILLM):
