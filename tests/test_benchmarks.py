@@ -30,6 +30,7 @@ def run_hiding(script: str, hidden: list[str]) -> subprocess.CompletedProcess:
     ("async_openai.py", ["httpx"], "openai"),
     ("eval_concurrency.py", ["fastapi"], "llamacpp"),
     ("floor.py", ["llama_cpp"], "llamacpp"),
+    ("lexical.py", ["rank_bm25"], "dev"),
 ])
 def test_a_benchmark_without_its_extra_is_skipped_in_one_line(script, hidden, extra):
     done = run_hiding(script, hidden)
