@@ -19,9 +19,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -31,7 +28,7 @@ from _needs import LLAMA_SERVER, need
 need("llamacpp", *LLAMA_SERVER)
 need("openai", "httpx")
 
-from async_openai import Counted, start_server  # noqa: E402
+from async_openai import Counted, llama_server  # noqa: E402
 
 from causalrag.eval.conditions import load_examples  # noqa: E402
 from causalrag.eval.runner import EvalConfig, run_eval  # noqa: E402
@@ -52,41 +49,32 @@ def warmed(questions: int) -> CachedEmbeddings:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--questions", type=int, default=16)
-    parser.add_argument("--levels", default="1,2,4,8", help="questions in flight, in this order; ratios are to the first")
+    parser.add_argument("--levels", default="1,2,4,8", help="questions in flight, in this order (ratios to the first)")
     parser.add_argument("--threads", type=int, default=2, help="llama.cpp threads of the server")
     args = parser.parse_args()
     levels = [int(n) for n in args.levels.split(",")]
     config = EvalConfig(dataset="hotpotqa", methods=["standard_rag"], limit=args.questions)
 
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout still stops the server (finally below)
-    proc, url = start_server(args.threads)
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            embeddings = warmed(args.questions)
-            llm = Counted(url, api="completions", sampling={"repeat_penalty": 1.0}, max_concurrency=max(levels))
-            print(f"standard_rag, {args.questions} HotpotQA questions (distractor), llama-cpp-python server ({args.threads} threads), "
-                  f"load {os.getloadavg()[0]:.1f} at the start")
-            print(f"{'in flight':>9} {'seconds':>8} {'q/s':>6} {'× N=1':>6} {'requests at once':>17}  same answers as N=1", flush=True)
-            base: tuple[float, dict[str, str]] | None = None
-            for n in levels:
-                llm.most = 0
-                start = time.perf_counter()
-                rows = run_eval(config, Path(tmp) / f"n{n}", llm=llm, embeddings=embeddings, progress=False, concurrency=n)
-                seconds = time.perf_counter() - start
-                answers = {r["key"]: r["prediction"] for r in rows}
-                errors = sum(r["error"] is not None for r in rows)
-                base = base or (seconds, answers)
-                same = sum(answers.get(k) == v for k, v in base[1].items())
-                print(f"{n:>9} {seconds:>8.1f} {len(rows) / seconds:>6.2f} {base[0] / seconds:>5.2f}× {llm.most:>17}  "
-                      f"{same}/{len(answers)}{f' ({errors} errors)' if errors else ''}", flush=True)
+    with llama_server(args.threads) as url, tempfile.TemporaryDirectory() as tmp:
+        embeddings = warmed(args.questions)
+        llm = Counted(url, api="completions", sampling={"repeat_penalty": 1.0}, max_concurrency=max(levels))
+        print(f"standard_rag, {args.questions} HotpotQA questions (distractor), llama-cpp-python server "
+              f"({args.threads} threads), load {os.getloadavg()[0]:.1f} at the start")
+        header = f"{'in flight':>9} {'seconds':>8} {'q/s':>6} {'× N=1':>6} {'requests at once':>17}"
+        print(f"{header}  same answers as N=1", flush=True)
+        base: tuple[float, dict[str, str]] | None = None
+        for n in levels:
+            llm.most = 0
+            start = time.perf_counter()
+            rows = run_eval(config, Path(tmp) / f"n{n}", llm=llm, embeddings=embeddings, progress=False, concurrency=n)
+            seconds = time.perf_counter() - start
+            answers = {r["key"]: r["prediction"] for r in rows}
+            errors = sum(r["error"] is not None for r in rows)
+            base = base or (seconds, answers)
+            same = sum(answers.get(k) == v for k, v in base[1].items())
+            print(f"{n:>9} {seconds:>8.1f} {len(rows) / seconds:>6.2f} {base[0] / seconds:>5.2f}× {llm.most:>17}  "
+                  f"{same}/{len(answers)}{f' ({errors} errors)' if errors else ''}", flush=True)
         print(f"load {os.getloadavg()[0]:.1f} at the end")
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
 
 if __name__ == "__main__":
     main()

@@ -10,8 +10,8 @@ of HotpotQA paragraphs) and HotpotQA questions:
 
 For each: build seconds, memory (tracemalloc: held after the build, peak while building), query p50/p95 on
 the saved and reloaded index, the share of rank_bm25's top 10 found in its top 10 (overlap; also of the top 10
-of rank_bm25 with ``epsilon=0``) and the queries whose top 10 is rank_bm25's list; for the saved indexes, file size and what a new process holds after loading
-and 20 queries (anonymous memory: the part that is not shared page cache).
+of rank_bm25 with ``epsilon=0``) and the queries whose top 10 is rank_bm25's list; for the saved indexes, file
+size and what a new process holds after loading and 20 queries (anonymous memory: not the shared page cache).
 
 Usage: ``python benchmarks/lexical.py [--n 100000] [--queries 50]``
 """
@@ -89,7 +89,8 @@ class HandWritten:
             if t == len(self.vocab) or self.vocab[t] != word or not self.df[t]:
                 continue
             where, tf = c.indices[c.indptr[t]:c.indptr[t + 1]], c.data[c.indptr[t]:c.indptr[t + 1]].astype(np.float64)
-            score[where] += (self.idf[t] if self.idf[t] >= 0 else self.floor) * (tf * (K1 + 1) / (tf + self.norm[where]))
+            weight = self.idf[t] if self.idf[t] >= 0 else self.floor
+            score[where] += weight * (tf * (K1 + 1) / (tf + self.norm[where]))
         return score
 
     def save(self, folder: Path) -> None:
@@ -139,7 +140,8 @@ def anonymous():
     return int(re.search(r"Anonymous:\\s+(\\d+)", open("/proc/self/smaps_rollup").read()).group(1)) / 1024
 import numpy, bm25s, lexical
 from causalrag.corpus import hotpotqa_questions
-kind = {"hand-written": lexical.HandWritten, "bm25s okapi": lexical.LexicalIndex, "bm25s lucene": lexical.Lucene}[sys.argv[2]]
+kinds = {"hand-written": lexical.HandWritten, "bm25s okapi": lexical.LexicalIndex, "bm25s lucene": lexical.Lucene}
+kind = kinds[sys.argv[2]]
 questions = [q["question"] for q in hotpotqa_questions()]
 before = anonymous()
 index = kind.load(lexical.Path(sys.argv[1]))
@@ -158,7 +160,8 @@ def main() -> None:
     ids, texts = [p.id for p in passages], [f"{p.title} {p.text}" for p in passages]
     questions = [q["question"] for q in hotpotqa_questions()]
     queries = [questions[i % len(questions)] for i in range(args.queries)]
-    print(f"{args.n} passages, {args.queries} queries; {len(os.sched_getaffinity(0))} cores; load average {os.getloadavg()}", flush=True)
+    cores = len(os.sched_getaffinity(0))
+    print(f"{args.n} passages, {args.queries} queries; {cores} cores; load average {os.getloadavg()}", flush=True)
 
     reference, ref_s, ref_mb, ref_peak = built(lambda: BM25Okapi([tokenize(t) for t in texts]))
     ref_scores = [np.asarray(reference.get_scores(tokenize(q))) for q in queries]
@@ -173,7 +176,8 @@ def main() -> None:
     no_floor = NoFloor.build(ids, texts)
     top0 = [best(no_floor.scores(q)) for q in queries]
     del no_floor
-    rows = [("rank_bm25", ref_s, ref_mb, ref_peak, ref_times, 1.0, sum(map(overlap, top, top0)) / len(queries), len(queries), None, None)]
+    ref_shared0 = sum(map(overlap, top, top0)) / len(queries)
+    rows = [("rank_bm25", ref_s, ref_mb, ref_peak, ref_times, 1.0, ref_shared0, len(queries), None, None)]
     work = Path(tempfile.mkdtemp())
     try:
         for name, kind in (("hand-written", HandWritten), ("bm25s okapi", LexicalIndex), ("bm25s lucene", Lucene)):
@@ -197,12 +201,13 @@ def main() -> None:
             print(f"  {name} done", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(f"{'index':<14}{'build s':>9}{'held MB':>9}{'peak MB':>9}{'p50 ms':>8}{'p95 ms':>8}{'overlap':>9}{'ε=0 overlap':>13}"
-          f"{'same top 10':>13}{'files MB':>10}{'new process MB':>16}")
+    print(f"{'index':<14}{'build s':>9}{'held MB':>9}{'peak MB':>9}{'p50 ms':>8}{'p95 ms':>8}{'overlap':>9}"
+          f"{'ε=0 overlap':>13}{'same top 10':>13}{'files MB':>10}{'new process MB':>16}")
     for name, s, mb, peak, times, shared, shared0, same, files, held in rows:
         t = [x * 1000 for x in times]
-        print(f"{name:<14}{s:>9.1f}{mb:>9.0f}{peak:>9.0f}{statistics.median(t):>8.1f}{percentile(t, 95):>8.1f}{shared:>9.3f}{shared0:>13.3f}"
-              f"{f'{same}/{len(queries)}':>13}{'' if files is None else f'{files:.0f}':>10}{held or '':>16}")
+        print(f"{name:<14}{s:>9.1f}{mb:>9.0f}{peak:>9.0f}{statistics.median(t):>8.1f}{percentile(t, 95):>8.1f}"
+              f"{shared:>9.3f}{shared0:>13.3f}{f'{same}/{len(queries)}':>13}{'' if files is None else f'{files:.0f}':>10}"
+              f"{held or '':>16}")
     print(f"load average {os.getloadavg()}")
 
 

@@ -44,7 +44,8 @@ def test_run_all_ends_with_one_summary(tmp_path):
     (tmp_path / "lacking.py").write_text("print('skipped: needs the llamacpp extra (llama_cpp not installed)')\n")
     (tmp_path / "broken.py").write_text("raise SystemExit('no server')\n")
     scripts = [str(tmp_path / n) for n in ("fine.py", "lacking.py", "broken.py")]
-    done = subprocess.run([sys.executable, str(BENCHMARKS / "_run_all.py"), *scripts], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, str(BENCHMARKS / "_run_all.py"), *scripts], capture_output=True, text=True,
+                          timeout=120)
     assert done.returncode == 1
     summary = done.stdout.split("=== summary\n")[1].splitlines()
     assert summary[0] == "ran: 1" and re.fullmatch(r"  fine\.py: \d+ s", summary[1])

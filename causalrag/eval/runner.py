@@ -232,7 +232,8 @@ def _merged_shards(shards: Sequence[str | None]) -> str | None:
     shards they hold ("1/4,3/4"); shards of different N do not split one dataset alike."""
     parts = {parse_shard(s) for s in shards if s is not None}
     if len({n for _, n in parts}) > 1:
-        raise CausalRAGError(f"The runs were sharded differently ({', '.join(sorted(filter(None, shards)))}): merge shards of one I/N split.")
+        split = ", ".join(sorted(filter(None, shards)))
+        raise CausalRAGError(f"The runs were sharded differently ({split}): merge shards of one I/N split.")
     if not parts or len(parts) == next(iter(parts))[1]:
         return None
     return ",".join(f"{i}/{n}" for i, n in sorted(parts))
@@ -331,11 +332,13 @@ def _completed(jobs: Sequence[Any], work: Callable[[Any], dict], concurrency: in
 
 def _check_concurrency(concurrency: int, llm: Any) -> None:
     if not isinstance(concurrency, int) or concurrency < 1:
-        raise CausalRAGError(f"--concurrency {concurrency!r} is not valid: give the number of questions in flight, at least 1.")
+        raise CausalRAGError(
+            f"--concurrency {concurrency!r} is not valid: give the number of questions in flight, at least 1."
+        )
     limit = getattr(llm, "max_concurrency", None)
     if concurrency > 1 and limit is not None and limit < concurrency:
-        print(f"note: {concurrency} questions in flight, but the openai backend sends at most {limit} requests at once: "
-              f"set CAUSALRAG_OPENAI_CONCURRENCY={concurrency} or more.", file=sys.stderr)
+        print(f"note: {concurrency} questions in flight, but the openai backend sends at most {limit} requests "
+              f"at once: set CAUSALRAG_OPENAI_CONCURRENCY={concurrency} or more.", file=sys.stderr)
 
 
 def run_eval(
@@ -418,8 +421,10 @@ def run_eval(
 
             def ask(job: tuple[Example, Example, str], k: int = k, pools: Any = pools) -> dict:
                 original, ex, method = job
-                asserted = [*original.wrong_answers, *(asserted_answers(original, k, donors=dataset, seed=config.seed) if k else [])]
-                ctx = make_context(method, llm=llm, store=pools.store, ids=pools.ids_for(ex), **config.params.get(method, {}))
+                injected = asserted_answers(original, k, donors=dataset, seed=config.seed) if k else []
+                asserted = [*original.wrong_answers, *injected]
+                params = config.params.get(method, {})
+                ctx = make_context(method, llm=llm, store=pools.store, ids=pools.ids_for(ex), **params)
                 started = time.perf_counter()
                 try:
                     state, error = graphs[method].invoke({"question": ex.question}, context=ctx), None
@@ -439,10 +444,11 @@ def run_eval(
                     "condition": ex.condition,
                     "question": ex.question,
                     "answers": ex.answers,
-                    **score_result(state, ex, gold=gold_ids(original), pool=pools.ids_for(ex), asserted=asserted, k=ctx.k),
+                    **score_result(state, ex, gold=gold_ids(original), pool=pools.ids_for(ex), asserted=asserted,
+                                   k=ctx.k),
                     "wall_seconds": round(time.perf_counter() - started, 3),
                     "error": error,
-                    "params": config.params.get(method, {}),
+                    "params": params,
                     "seed": config.seed,
                     "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 }

@@ -85,7 +85,9 @@ class LexicalIndex:
     @classmethod
     def load(cls, folder: Path) -> LexicalIndex:
         """Memory-mapped: processes on one machine share the pages (the vocabulary is read into each)."""
-        bm25 = bm25s.BM25.load(folder, mmap=True, show_progress=False) if (folder / "params.index.json").exists() else None
+        bm25 = None
+        if (folder / "params.index.json").exists():  # absent: no passage had a word
+            bm25 = bm25s.BM25.load(folder, mmap=True, show_progress=False)
         return cls(np.load(folder / "ids.npy", mmap_mode="r"), bm25)
 
 

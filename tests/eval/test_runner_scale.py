@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def config(**kw) -> EvalConfig:
-    return EvalConfig(**{"dataset": "hotpotqa", "methods": ["no_rag", "standard_rag"], "inject": [0, 2], "limit": 6, **kw})
+    base = {"dataset": "hotpotqa", "methods": ["no_rag", "standard_rag"], "inject": [0, 2], "limit": 6}
+    return EvalConfig(**{**base, **kw})
 
 
 def by_prompt(prompt: str) -> str:
@@ -46,9 +47,9 @@ def test_questions_in_flight_give_the_rows_of_one_at_a_time(tmp_path, fake_embed
             met.append(True)
         return by_prompt(prompt)
 
-    one = run_eval(config(), tmp_path / "one", llm=FakeLLM(default=by_prompt), embeddings=fake_embeddings, progress=False)
-    many = run_eval(config(), tmp_path / "many", llm=FakeLLM(default=together), embeddings=fake_embeddings, progress=False,
-                    concurrency=4)
+    quiet = {"embeddings": fake_embeddings, "progress": False}
+    one = run_eval(config(), tmp_path / "one", llm=FakeLLM(default=by_prompt), **quiet)
+    many = run_eval(config(), tmp_path / "many", llm=FakeLLM(default=together), **quiet, concurrency=4)
     assert met and len(many) == 24 and answers(many) == answers(one)
     assert all(r["error"] is None for r in many)
     lines = (tmp_path / "many" / RESULTS).read_text().splitlines()
@@ -62,7 +63,8 @@ def test_a_setup_error_in_flight_stops_the_run(tmp_path, fake_embeddings):
         raise ServerUnreachableError("http://127.0.0.1:9/v1", "ConnectError")
 
     with pytest.raises(ServerUnreachableError):
-        run_eval(config(), tmp_path, llm=FakeLLM(default=down), embeddings=fake_embeddings, progress=False, concurrency=3)
+        run_eval(config(), tmp_path, llm=FakeLLM(default=down), embeddings=fake_embeddings, progress=False,
+                 concurrency=3)
     assert read_results(tmp_path) == []  # no row of error for a run that cannot work at all
 
 
@@ -71,7 +73,8 @@ def test_shards_split_the_questions_and_merge_into_the_whole_run(tmp_path, fake_
     assert all(sum(in_shard(i, f"{s}/3") for s in (1, 2, 3)) == 1 for i in ids)  # each question in exactly one shard
     assert [s for s in (1, 2, 3) if in_shard("5a8b57f25542995d1e6f1371", f"{s}/3")] == [1]  # stable on every machine
     # the open setting: each shard's corpus still holds every question's injected passages
-    whole = run_eval(config(setting="open"), tmp_path / "whole", llm=FakeLLM(default=by_prompt), embeddings=fake_embeddings, progress=False)
+    whole = run_eval(config(setting="open"), tmp_path / "whole", llm=FakeLLM(default=by_prompt),
+                     embeddings=fake_embeddings, progress=False)
     for s in (1, 2):
         shard = run_eval(config(setting="open", shard=f"{s}/2"), tmp_path / f"s{s}", llm=FakeLLM(default=by_prompt),
                          embeddings=fake_embeddings, progress=False, concurrency=2)
@@ -120,7 +123,8 @@ def slow(prompt):
     return by_prompt(prompt)
 
 config = EvalConfig(dataset="hotpotqa", methods=["no_rag", "standard_rag"], inject=[0, 2], limit=10)
-run_eval(config, sys.argv[1], llm=FakeLLM(default=slow), embeddings=DeterministicFakeEmbedding(size=32), progress=False, concurrency=4)
+run_eval(config, sys.argv[1], llm=FakeLLM(default=slow), embeddings=DeterministicFakeEmbedding(size=32), progress=False,
+         concurrency=4)
 """
 
 
@@ -132,8 +136,8 @@ def lines_in(path: Path) -> int:
 
 
 def test_kill_9_at_any_moment_loses_and_doubles_nothing(tmp_path, fake_embeddings):
-    reference = run_eval(EvalConfig(dataset="hotpotqa", methods=["no_rag", "standard_rag"], inject=[0, 2], limit=10), tmp_path / "ref",
-                         llm=FakeLLM(default=by_prompt), embeddings=fake_embeddings, progress=False)
+    reference = run_eval(config(limit=10), tmp_path / "ref", llm=FakeLLM(default=by_prompt), embeddings=fake_embeddings,
+                         progress=False)
     out, script = tmp_path / "killed", tmp_path / "killable.py"
     script.write_text(KILLABLE)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -147,7 +151,8 @@ def test_kill_9_at_any_moment_loses_and_doubles_nothing(tmp_path, fake_embedding
         assert proc.returncode == -signal.SIGKILL
         rows = read_results(out)
         assert len(rows) >= after and len(rows) == len({r["key"] for r in rows})
-    done = subprocess.run([sys.executable, str(script), str(out)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, str(script), str(out)], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
     assert done.returncode == 0, done.stderr
     lines = (out / RESULTS).read_text().splitlines()
     assert len(lines) == len(reference) == 40
