@@ -34,7 +34,9 @@ def by_prompt(prompt: str) -> str:
 
 
 def answers(rows: list[dict]) -> dict[str, tuple]:
-    return {r["key"]: (r["prediction"], [d["id"] for d in r["documents"]], r["error"]) for r in rows}
+    """Each row's answer, evidence, error and model usage (metered per question, whichever thread asked it)."""
+    return {r["key"]: (r["prediction"], [d["id"] for d in r["documents"]], r["error"], r["llm_calls"], r["prompt_tokens"])
+            for r in rows}
 
 
 def test_questions_in_flight_give_the_rows_of_one_at_a_time(tmp_path, fake_embeddings):
@@ -54,6 +56,17 @@ def test_questions_in_flight_give_the_rows_of_one_at_a_time(tmp_path, fake_embed
     assert all(r["error"] is None for r in many)
     lines = (tmp_path / "many" / RESULTS).read_text().splitlines()
     assert len(lines) == len({json.loads(line)["key"] for line in lines}) == 24
+
+
+@pytest.mark.slow
+def test_a_local_model_serves_questions_in_flight_one_call_at_a_time(tmp_path, real_llm, fake_embeddings):
+    """The local backends hold one lock per model: questions in flight are safe, and each row's usage is its own."""
+    cfg = config(methods=["standard_rag"], inject=[0], limit=3, params={"standard_rag": {"k": 2, "max_new_tokens": 8}})
+    one = run_eval(cfg, tmp_path / "one", llm=real_llm, embeddings=fake_embeddings, progress=False)
+    many = run_eval(cfg, tmp_path / "many", llm=real_llm, embeddings=fake_embeddings, progress=False, concurrency=3)
+    assert len(many) == 3 and not any(r["error"] for r in many) and all(r["prediction"].strip() for r in many)
+    usage = lambda rows: {r["key"]: (r["llm_calls"], r["prompt_tokens"]) for r in rows}  # noqa: E731
+    assert usage(many) == usage(one)  # the same prompts, each metered in its own question
 
 
 def test_a_setup_error_in_flight_stops_the_run(tmp_path, fake_embeddings):
