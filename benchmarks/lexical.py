@@ -12,6 +12,8 @@ For each: build seconds, memory (tracemalloc: held after the build, peak while b
 the saved and reloaded index, the share of rank_bm25's top 10 found in its top 10 (overlap; also of the top 10
 of rank_bm25 with ``epsilon=0``) and the queries whose top 10 is rank_bm25's list; for the saved indexes, file
 size and what a new process holds after loading and 20 queries (anonymous memory: not the shared page cache).
+Last, whether the variants retrieve as well: the share of gold paragraphs in the top 2 and 5 of HotpotQA-20,
+in each question's own pool of 10 paragraphs (distractor) and among all 200 (open).
 
 Usage: ``python benchmarks/lexical.py [--n 100000] [--queries 50]``
 """
@@ -42,6 +44,8 @@ from rank_bm25 import BM25Okapi  # noqa: E402
 from scipy import sparse  # noqa: E402
 
 from causalrag.corpus import hotpotqa_questions  # noqa: E402
+from causalrag.eval.datasets import load_dataset  # noqa: E402
+from causalrag.eval.settings import gold_ids  # noqa: E402
 from causalrag.tools.lexical import LexicalIndex, tokenize  # noqa: E402
 
 from store import percentile, synthetic  # noqa: E402  (benchmarks/ is the script's folder)
@@ -117,6 +121,19 @@ class Lucene(LexicalIndex):
     """bm25s's default variant (Lucene's idf, never negative) on the same tokens."""
 
     METHOD = {"method": "lucene", "idf_method": "lucene"}
+
+
+def gold_recall(kind: type, k: int, setting: str) -> float:
+    """Mean share of each HotpotQA-20 question's gold paragraphs in the top ``k`` (distractor: its own pool)."""
+    dataset = load_dataset("hotpotqa")
+    everything = list({p.id: p for e in dataset for p in e.passages}.values())
+    shares = []
+    for example in dataset:
+        pool = example.passages if setting == "distractor" else everything
+        index = kind.build([p.id for p in pool], [f"{p.title} {p.text}" for p in pool])
+        top = {pool[i].id for i in np.argsort(-np.asarray(index.scores(example.question)), kind="stable")[:k]}
+        shares.append(len(top & set(gold_ids(example))) / len(gold_ids(example)))
+    return sum(shares) / len(shares)
 
 
 def overlap(mine: list[int], reference: list[int]) -> float:
@@ -209,6 +226,10 @@ def main() -> None:
               f"{shared:>9.3f}{shared0:>13.3f}{f'{same}/{len(queries)}':>13}{'' if files is None else f'{files:.0f}':>10}"
               f"{held or '':>16}")
     print(f"load average {os.getloadavg()}")
+    print(f"{'HotpotQA-20 gold recall':<26}{'distractor @2':>14}{'@5':>6}{'open @2':>9}{'@5':>6}")
+    for name, kind in (("rank_bm25 (hand-written)", HandWritten), ("bm25s okapi", LexicalIndex), ("bm25s lucene", Lucene)):
+        found = [gold_recall(kind, k, setting) for setting in ("distractor", "open") for k in (2, 5)]
+        print(f"{name:<26}{found[0]:>14.3f}{found[1]:>6.3f}{found[2]:>9.3f}{found[3]:>6.3f}")
 
 
 if __name__ == "__main__":
