@@ -423,7 +423,7 @@ def eval_(
 def report(
     folders: Annotated[list[Path], typer.Argument(help="Run folder(s) written by `causalrag eval --out`.")],
     merged: Annotated[Path | None, typer.Option("--out", help="With several runs: the folder that gets the merged run and its report.")] = None,
-    against: Annotated[Optional[str], typer.Option(
+    against: Annotated[str | None, typer.Option(
         "--against", help="Also compare every method with this one (e.g. standard_rag), paired per question: "
         "ΔAcc and Δmisled with 95 % bootstrap intervals, wins/losses and McNemar's exact p, per condition and pooled, "
         "into paired.md, paired.csv and paired.png.")] = None,
@@ -442,9 +442,8 @@ def report(
     """
     from rich import box
 
-    from causalrag.eval.report import (
-        COST_COLUMNS, FALLBACK_COLUMNS, QUALITY_COLUMNS, TERMINAL_COLUMNS, TERMINAL_LEGEND, paired_blocks, table_rows, write_paired_report, write_report,
-    )
+    from causalrag.eval.report import COST_COLUMNS, FALLBACK_COLUMNS, QUALITY_COLUMNS, TERMINAL_COLUMNS, TERMINAL_LEGEND
+    from causalrag.eval.report import paired_blocks, table_rows, write_paired_report, write_report
     from causalrag.eval.runner import merge_runs
 
     if len(folders) > 1 and merged is None:

@@ -87,8 +87,9 @@ def bootstrap(values: Sequence[float | None], *, resamples: int = 2000, seed: in
     mean = float(data.mean())
     if np.all(data == data[0]):
         return Stat(mean, mean, mean, int(data.size))
+    # batch=200 bounds the memory of resamples and jackknife (n × n floats without it) at n ~ 10^4
     result = stats.bootstrap((data,), np.mean, n_resamples=resamples, confidence_level=level, method="BCa",
-                             vectorized=True, batch=200, rng=np.random.default_rng(seed))  # batch bounds memory at n ~ 10^4
+                             vectorized=True, batch=200, rng=np.random.default_rng(seed))
     low, high = result.confidence_interval
     return Stat(mean, float(low), float(high), int(data.size))
 
@@ -133,7 +134,8 @@ def _pools(conditions: Sequence[str]) -> list[tuple[str, set[str] | None]]:
     """The cells of a paired table: each named condition (the suite's order, then others as they come),
     each group whose conditions are all present, then ``all`` (``None``: every question)."""
     suite = [c for members in CONDITION_GROUPS.values() for c in members]
-    named = sorted(dict.fromkeys(c for c in conditions if c), key=lambda c: suite.index(c) if c in suite else len(suite))
+    order = {c: i for i, c in enumerate(suite)}
+    named = sorted(dict.fromkeys(c for c in conditions if c), key=lambda c: order.get(c, len(suite)))
     groups = [(name, set(members)) for name, members in CONDITION_GROUPS.items() if set(members) <= set(named)]
     return [(c, {c}) for c in named] + groups + [(ALL, None)]
 
@@ -157,7 +159,9 @@ def _compare(pairs: Sequence[tuple[dict, dict]], *, resamples: int, seed: int) -
     }
 
 
-def paired_summary(rows: Sequence[dict], against: str = BASELINE, *, resamples: int = 2000, seed: int = 0) -> list[dict]:
+def paired_summary(
+    rows: Sequence[dict], against: str = BASELINE, *, resamples: int = 2000, seed: int = 0
+) -> list[dict]:
     """Every method but ``against`` paired with it, one entry per (method, K, condition or pool): see the module doc.
 
     Each entry also holds ``unpaired``: (the method's results without a baseline partner, the baseline's
@@ -169,7 +173,9 @@ def paired_summary(rows: Sequence[dict], against: str = BASELINE, *, resamples: 
                              "(`causalrag eval --methods ...`) or name a method that has them with --against.")
     methods = list(dict.fromkeys(r["method"] for r in rows if r["method"] != against))
     if not methods:
-        raise CausalRAGError(f"The run(s) hold only the baseline {against!r}: add the results of a method to compare with it.")
+        raise CausalRAGError(
+            f"The run(s) hold only the baseline {against!r}: add the results of a method to compare with it."
+        )
     summary = []
     for method in methods:
         mine = [r for r in rows if r["method"] == method]
@@ -301,18 +307,26 @@ def plot_cost(summary: Sequence[dict], path: Path) -> None:
 PAIRED_COLUMNS = ["method", "K", "condition", "n", "base Acc", "Acc", "ΔAcc [95 % CI]", "base misled", "misled",
                   "Δmisled [95 % CI]", "wins", "losses", "McNemar p", "errors"]
 TERMINAL_COLUMNS = ["condition", "n", "Acc", "ΔAcc", "misled", "Δmisled", "W/L", "p", "err"]
-TERMINAL_LEGEND = ("Acc, misled: baseline → method; Δ = method − baseline [95 % bootstrap interval]; W/L = wins/losses; "
-                   "p = McNemar's exact p; err = errors of method/baseline, counted as wrong answers")
+TERMINAL_LEGEND = ("Acc, misled: baseline → method; Δ = method − baseline [95 % bootstrap interval]; "
+                   "W/L = wins/losses; p = McNemar's exact p; err = errors of method/baseline, counted as wrong")
+
+
+def _rate(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
 
 
 def _paired_cells(e: dict, sep: str = " ") -> dict[str, str]:
     """One paired entry as text, by ``PAIRED_COLUMNS`` name; ``errors`` is the method's/the baseline's."""
-    rate = lambda v: "–" if v is None else f"{v:.2f}"  # noqa: E731
-    return {"method": e["method"], "K": str(e["inject"]), "condition": e["condition"], "n": str(e["n"]),
-            "base Acc": rate(e["base_acc"]), "Acc": rate(e["acc"]), "ΔAcc [95 % CI]": e["d_acc"].text(sep=sep, signed=True),
-            "base misled": rate(e["base_misled"]), "misled": rate(e["misled"]),
-            "Δmisled [95 % CI]": e["d_misled"].text(sep=sep, signed=True), "wins": str(e["wins"]), "losses": str(e["losses"]),
-            "McNemar p": "<0.001" if e["p"] < 0.001 else f"{e['p']:.3f}", "errors": f"{e['errors']}/{e['base_errors']}"}
+    return {
+        "method": e["method"], "K": str(e["inject"]), "condition": e["condition"], "n": str(e["n"]),
+        "base Acc": _rate(e["base_acc"]), "Acc": _rate(e["acc"]),
+        "ΔAcc [95 % CI]": e["d_acc"].text(sep=sep, signed=True),
+        "base misled": _rate(e["base_misled"]), "misled": _rate(e["misled"]),
+        "Δmisled [95 % CI]": e["d_misled"].text(sep=sep, signed=True),
+        "wins": str(e["wins"]), "losses": str(e["losses"]),
+        "McNemar p": "<0.001" if e["p"] < 0.001 else f"{e['p']:.3f}",
+        "errors": f"{e['errors']}/{e['base_errors']}",
+    }
 
 
 def paired_rows(summary: Sequence[dict]) -> list[list[str]]:
@@ -336,13 +350,16 @@ def paired_blocks(summary: Sequence[dict], against: str) -> list[tuple[str, list
 def paired_markdown(summary: Sequence[dict], against: str, *, resamples: int) -> str:
     """The paired table with its legend and, per method, the results left out for lack of a partner."""
     groups = "; ".join(f"{name} = {' + '.join(members)}" for name, members in CONDITION_GROUPS.items())
-    lines = [
+    legend = (
         f"Each method against **{against}** on the questions both answered (same question and K). "
-        f"Δ = method − {against}; 95 % BCa bootstrap interval of the mean per-question difference ({resamples} resamples "
-        "of the questions); wins = method right and baseline wrong, losses = the reverse; McNemar p = exact two-sided "
-        "binomial test of wins against losses; errors (method/baseline) count as wrong answers. "
-        f"Pooled rows: {groups}, shown when all their conditions are present; all = every paired question.", "",
-        "| " + " | ".join(PAIRED_COLUMNS) + " |", "|" + "---|" * len(PAIRED_COLUMNS),
+        f"Δ = method − {against}; 95 % BCa bootstrap interval of the mean per-question difference "
+        f"({resamples} resamples of the questions); wins = method right and baseline wrong, losses = the reverse; "
+        "McNemar p = exact two-sided binomial test of wins against losses; "
+        "errors (method/baseline) count as wrong answers. "
+        f"Pooled rows: {groups}, shown when all their conditions are present; all = every paired question."
+    )
+    lines = [
+        legend, "", "| " + " | ".join(PAIRED_COLUMNS) + " |", "|" + "---|" * len(PAIRED_COLUMNS),
         *("| " + " | ".join(row) + " |" for row in paired_rows(summary)),
     ]
     dropped = {e["method"]: e["unpaired"] for e in summary if any(e["unpaired"])}
@@ -360,7 +377,8 @@ def write_paired_csv(summary: Sequence[dict], path: Path) -> None:
                          "wins", "losses", "mcnemar_p", "errors", "base_errors", "unpaired", "base_unpaired"])
         for e in summary:
             writer.writerow([e["method"], e["inject"], e["condition"], e["n"], e["base_acc"], e["acc"],
-                             e["d_acc"].mean, e["d_acc"].low, e["d_acc"].high, e["n_misled"], e["base_misled"], e["misled"],
+                             e["d_acc"].mean, e["d_acc"].low, e["d_acc"].high,
+                             e["n_misled"], e["base_misled"], e["misled"],
                              e["d_misled"].mean, e["d_misled"].low, e["d_misled"].high,
                              e["wins"], e["losses"], e["p"], e["errors"], e["base_errors"], *e["unpaired"]])
 
@@ -373,14 +391,16 @@ def plot_paired(summary: Sequence[dict], against: str, path: Path) -> None:
     # conditions in the order they come, then the pooled groups, then all
     labels = sorted(dict.fromkeys(e["condition"] for e in summary), key=lambda c: (c == ALL, c in CONDITION_GROUPS))
     plain = sum(1 for c in labels if c != ALL and c not in CONDITION_GROUPS)
-    fig, axes = plt.subplots(len(ks), 1, figsize=(max(6.0, 0.9 * len(labels) + 3), 4.2 * len(ks)), squeeze=False, sharey=True)
+    size = (max(6.0, 0.9 * len(labels) + 3), 4.2 * len(ks))
+    fig, axes = plt.subplots(len(ks), 1, figsize=size, squeeze=False, sharey=True)
     step = 0.8 / len(methods)
     for ax, k in zip(axes[:, 0], ks):
         for i, method in enumerate(methods):
             cells = [e for e in summary if e["method"] == method and e["inject"] == k]
             x = np.array([labels.index(e["condition"]) for e in cells]) + (i - (len(methods) - 1) / 2) * step
-            means = np.array([e["d_acc"].mean for e in cells])
-            errors = np.array([[e["d_acc"].mean - e["d_acc"].low for e in cells], [e["d_acc"].high - e["d_acc"].mean for e in cells]])
+            delta = [e["d_acc"] for e in cells]
+            means = np.array([d.mean for d in delta])
+            errors = np.array([[d.mean - d.low for d in delta], [d.high - d.mean for d in delta]])
             ax.errorbar(x, means, yerr=errors, fmt="o", capsize=3, label=method)
         ax.axhline(0, color="black", linewidth=0.8)
         if 0 < plain < len(labels):
@@ -416,7 +436,8 @@ def _results(folder: Path) -> list[dict]:
 def _described(folder: Path) -> str:
     """The run's settings as one line (from its ``config.json``)."""
     config = json.loads((folder / CONFIG).read_text(encoding="utf-8")) if (folder / CONFIG).exists() else {}
-    return ", ".join(f"{k}={config[k]}" for k in ("dataset", "setting", "seed", "instruction", "model", "backend", "params") if k in config)
+    names = ("dataset", "setting", "seed", "instruction", "model", "backend", "params")
+    return ", ".join(f"{k}={config[k]}" for k in names if k in config)
 
 
 def write_report(folder: str | Path, *, resamples: int = 2000) -> Report:
@@ -450,8 +471,11 @@ class PairedReport:
     plot: Path
 
 
-def write_paired_report(folder: str | Path, against: str = BASELINE, *, resamples: int = 2000, seed: int = 0) -> PairedReport:
-    """Read ``folder/results.jsonl``; write ``paired.md``, ``paired.csv`` and ``paired.png`` (every method against ``against``)."""
+def write_paired_report(
+    folder: str | Path, against: str = BASELINE, *, resamples: int = 2000, seed: int = 0
+) -> PairedReport:
+    """Read ``folder/results.jsonl``; write ``paired.md``, ``paired.csv`` and ``paired.png``: every method
+    against ``against`` (:func:`paired_summary`)."""
     folder = Path(folder)
     summary = paired_summary(_results(folder), against, resamples=resamples, seed=seed)
     paths = PairedReport(summary, folder / "paired.md", folder / "paired.csv", folder / "paired.png")
