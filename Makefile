@@ -1,6 +1,9 @@
 # Two commands for a fresh machine:  make demo   |   make test
-# torch goes in first (CPU wheel by default; `make demo TORCH=torch` for a CUDA build) so that
-# nothing else pulls a multi-GB CUDA wheel as a dependency.
+# torch goes in first, so that nothing else pulls a torch build of its own as a dependency. TORCH is
+# passed to pip as arguments (split at spaces): `torch==2.13.0` is whatever build pip finds first, the
+# CUDA one on plain PyPI for Linux; ask for the CPU build with
+#   make demo TORCH="torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
+# (quote a version range inside it: TORCH="'torch>=2.2'").
 PYTHON ?= python3
 VENV   ?= .venv
 TORCH  ?= torch==2.13.0
@@ -17,7 +20,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(VENV)/.installed: $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install -q "$(TORCH)"
+	$(BIN)/python -m pip install -q $(TORCH)
 	$(BIN)/python -m pip install -q -e .
 	touch $@
 
