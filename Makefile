@@ -14,7 +14,7 @@ WHEELS ?= $(HOME)/.cache/causalrag/wheels
 BIN    := $(VENV)/bin
 export HF_HUB_OFFLINE := 1
 
-.PHONY: install demo test test-fast bench clean
+.PHONY: install demo test test-fast docs bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,7 +36,11 @@ install: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(BIN)/causalrag demo
 
-test: $(VENV)/.installed-dev
+# the documentation site (mkdocs.yml): built strictly, so a broken link or docstring fails `make test`
+docs: $(VENV)/.installed-dev
+	$(BIN)/python -m mkdocs build --strict --quiet
+
+test: $(VENV)/.installed-dev docs
 	$(BIN)/python -m pytest -q
 
 test-fast: $(VENV)/.installed-dev
@@ -46,4 +50,4 @@ bench: $(VENV)/.installed
 	for script in benchmarks/*.py; do $(BIN)/python $$script || exit 1; done
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build site *.egg-info
