@@ -38,7 +38,7 @@ demo: $(VENV)/.installed
 
 # the documentation site (mkdocs.yml): built strictly, so a broken link or docstring fails `make test`
 docs: $(VENV)/.installed-dev
-	$(BIN)/python -m mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --quiet
 
 test: $(VENV)/.installed-dev docs
 	$(BIN)/python -m pytest -q
