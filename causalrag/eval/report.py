@@ -192,7 +192,7 @@ class Report:
     csv: Path
     plots: list[Path]
     fallbacks: list[list[str]]
-    """:func:`fallback_rows`: per method and judgment step, runs, runs that fell back, rate."""
+    """``fallback_rows``: per method and judgment step, runs, runs that fell back, rate."""
 
 
 def write_report(folder: str | Path, *, resamples: int = 2000) -> Report:
