@@ -426,7 +426,7 @@ class Report:
     csv: Path
     plots: list[Path]
     fallbacks: list[list[str]]
-    """:func:`fallback_rows`: per method and judgment step, runs, runs that fell back, rate."""
+    """``fallback_rows``: per method and judgment step, runs, runs that fell back, rate."""
 
 
 def _results(folder: Path) -> list[dict]:
