@@ -2,15 +2,15 @@
 and a paired comparison of every method with a baseline.
 
 **Per-method table** (``report.md``): rows are (method, K injected passages). Answer metrics are means
-over questions with a BCa bootstrap interval (:func:`bootstrap`: questions resampled with replacement,
+over questions with a BCa bootstrap interval (``bootstrap``: questions resampled with replacement,
 seeded); retrieval metrics average over results that returned evidence; ``misled`` (the answer states
 a wrong answer that the pool's planted or injected passages assert) exists only where such answers do.
 Cost is per question; ``× std`` divides a method's seconds (and LLM calls) per question by
 ``standard_rag``'s at the same K when the run has it.
 
-**Paired table** (``paired.md``, :func:`paired_summary`): each method against a baseline on the
+**Paired table** (``paired.md``, ``paired_summary``): each method against a baseline on the
 questions both answered (same ``question_id`` and K; a result without its partner is left out and
-counted), per condition of the question set, per pooled group of conditions (:data:`CONDITION_GROUPS`)
+counted), per condition of the question set, per pooled group of conditions (``CONDITION_GROUPS``)
 and over all questions. It gives both accuracies, ΔAcc = Acc(method) − Acc(baseline) with a bootstrap
 interval of the mean per-question difference (the questions are resampled, so both answers to a
 question stay together), Δmisled likewise where misled is defined, wins (method right, baseline
@@ -468,7 +468,7 @@ def write_report(folder: str | Path, *, resamples: int = 2000) -> Report:
 @dataclass
 class PairedReport:
     summary: list[dict]
-    """:func:`paired_summary`'s entries."""
+    """``paired_summary``'s entries."""
     markdown: Path
     csv: Path
     plot: Path
@@ -478,7 +478,7 @@ def write_paired_report(
     folder: str | Path, against: str = BASELINE, *, resamples: int = 2000, seed: int = 0
 ) -> PairedReport:
     """Read ``folder/results.jsonl``; write ``paired.md``, ``paired.csv`` and ``paired.png``: every method
-    against ``against`` (:func:`paired_summary`)."""
+    against ``against`` (``paired_summary``)."""
     folder = Path(folder)
     summary = paired_summary(_results(folder), against, resamples=resamples, seed=seed)
     paths = PairedReport(summary, folder / "paired.md", folder / "paired.csv", folder / "paired.png")
