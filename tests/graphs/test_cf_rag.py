@@ -115,13 +115,14 @@ def test_causal_score_prefers_evidence_specific_to_the_question(memory_store):
     holds = [h for h in scores.values() if "The Dark Knight (cast)" in h["evidence"]]
     lacks = [h for h in scores.values() if "The Dark Knight (cast)" not in h["evidence"]]
     assert holds and all(h["phi_causal"] > 0 for h in holds)
-    assert all(h["phi_causal"] == pytest.approx(0.0) for h in lacks)
+    assert lacks and all(h["phi_causal"] == pytest.approx(0.0) for h in lacks)
     for h in scores.values():
         assert h["psi"] == pytest.approx(0.6 * h["phi_coh"] + 0.4 * h["phi_causal"], abs=1e-3)
 
 
 def test_extended_criteria_add_confidence_and_specificity(memory_store):
     state, _, _ = run(fake(["Heath Ledger"]), memory_store, extended=True)
+    assert len(state["arbitration"]) == 3
     for h in state["arbitration"]:
         assert 0 < h["confidence"] <= 1 and 0 <= h["specificity"] <= 1
         base = 0.6 * h["phi_coh"] + 0.4 * h["phi_causal"]
