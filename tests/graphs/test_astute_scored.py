@@ -119,7 +119,7 @@ def joint_probability(answer: str) -> float:
 @pytest.mark.parametrize("sources,winner", [(3, "1889"), (4, "1901")])
 def test_reliability_is_confirmations_plus_the_joint_probability(sources, winner):
     """§3.5: each source beyond a group's first confirms its answer; the joint reading adds its probability.
-    2 sources against 1 win although the joint reading favours the lone source; 2 against 2, the joint reading decides."""
+    2 sources against 1 win although the joint reading favours the lone source; 2 against 2, it decides."""
     state, select = select_figures(sources)
     sizes = {c["answer"]: len(c["sources"]) for c in state["candidates"]}
     assert sizes == ({"1889": 2, "1901": 1} if sources == 3 else {"1889": 2, "1901": 2})

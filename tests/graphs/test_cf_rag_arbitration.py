@@ -104,7 +104,7 @@ def expected(samples: list[list[str]], judge: str) -> list[dict]:
     """φ_coh, φ_causal and Ψ of every path, from the hand-set numbers (Eq. 10-11, Algorithm 1 line 12)."""
     answers = [WRITES[s[0]] for s in samples]
     rows = []
-    for answer, titles in zip(answers, samples):
+    for answer, titles in zip(answers, samples, strict=True):
         coh = sum(PASSAGES[t][1] * mention(answer, t, answers, judge) for t in titles) / len(titles)
         causal = sum(PASSAGES[t][1] - PASSAGES[t][2] for t in titles) / len(titles)
         rows.append({"answer": answer, "phi_coh": coh, "phi_causal": causal, "psi": (1 - LAM) * coh + LAM * causal})
@@ -151,6 +151,7 @@ def test_synthesis_lists_the_top_candidates_best_first():
     llm = fake(synthesis=" Heath Ledger")
     state = run_from_samples(llm, DIVERGENT, "generate")
     prompt = next(p for p in llm.prompts if "Several readers" in p)
-    listed = [line.split(": ", 1)[1].split(" because")[0] for line in prompt.splitlines() if line.startswith("Candidate ")]
+    lines = [line for line in prompt.splitlines() if line.startswith("Candidate ")]
+    listed = [line.split(": ", 1)[1].split(" because")[0] for line in lines]
     want = sorted(expected(DIVERGENT, "generate"), key=lambda h: -h["psi"])
     assert listed == [h["answer"] for h in want] and state["answer"] == "Heath Ledger"

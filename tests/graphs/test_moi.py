@@ -155,7 +155,8 @@ def titles_in(prefix: str) -> list[str]:
 
 
 def mixture(order: list[str]) -> float:
-    return sum(w * U[t] for w, t in zip(W, order))
+    """Σ_j w_j · u_order(j); 0 for the passage-free prompt of log p(q)."""
+    return sum(w * U[t] for w, t in zip(W, order, strict=False))
 
 
 def test_solve_recovers_the_position_bias_and_the_utilities():
@@ -174,7 +175,7 @@ def test_solve_recovers_the_position_bias_and_the_utilities():
     title_of = {p.id: p.title for p in passages}
     best_first = sorted(U, key=U.get, reverse=True)
     assert [title_of[i] for i in state["ranking"]] == best_first
-    assert dict(zip(best_first, sorted(state["utilities"], reverse=True))) == pytest.approx(U, abs=0.05)
+    assert dict(zip(best_first, sorted(state["utilities"], reverse=True), strict=True)) == pytest.approx(U, abs=0.05)
     assert titles(state["documents"]) == best_first[:3]
     # the answer prompt reads the top k in utility order, the best one next to the question
     read = titles_in(llm.prompts[-1].rsplit("Passages:", 1)[1])
