@@ -1,6 +1,9 @@
 # Two commands for a fresh machine:  make demo   |   make test
-# torch goes in first (CPU wheel by default; `make demo TORCH=torch` for a CUDA build) so that
-# nothing else pulls a multi-GB CUDA wheel as a dependency.
+# torch goes in first, so that nothing else pulls a torch build of its own as a dependency. TORCH is
+# passed to pip as arguments (split at spaces): `torch==2.13.0` is whatever build pip finds first, the
+# CUDA one on plain PyPI for Linux; ask for the CPU build with
+#   make demo TORCH="torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
+# (quote a version range inside it: TORCH="'torch>=2.2'").
 PYTHON ?= python3
 VENV   ?= .venv
 TORCH  ?= torch==2.13.0
@@ -11,13 +14,13 @@ WHEELS ?= $(HOME)/.cache/causalrag/wheels
 BIN    := $(VENV)/bin
 export HF_HUB_OFFLINE := 1
 
-.PHONY: install demo test test-fast bench clean
+.PHONY: install demo test test-fast docs bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(VENV)/.installed: $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install -q "$(TORCH)"
+	$(BIN)/python -m pip install -q $(TORCH)
 	$(BIN)/python -m pip install -q -e .
 	touch $@
 
@@ -33,7 +36,11 @@ install: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(BIN)/causalrag demo
 
-test: $(VENV)/.installed-dev
+# the documentation site (mkdocs.yml): built strictly, so a broken link or docstring fails `make test`
+docs: $(VENV)/.installed-dev
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --quiet
+
+test: $(VENV)/.installed-dev docs
 	$(BIN)/python -m pytest -q
 
 test-fast: $(VENV)/.installed-dev
@@ -44,4 +51,4 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/_run_all.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build site *.egg-info

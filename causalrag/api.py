@@ -29,6 +29,7 @@ class _Methods(Mapping[str, Method]):
 
 
 METHODS = _Methods()
+"""Every registered method by name, baselines first: ``METHODS["cis"].parameters()``, ``.cpu_params``, ``.summary``."""
 
 
 def answer(

@@ -387,7 +387,7 @@ def _method_params(methods: list[str], raw: list[str], *, cpu: bool = False) -> 
 
 @app.command("eval")
 def eval_(
-    dataset: Annotated[str, typer.Option(help="demo, hotpotqa, hotpotqa:PATH (HotpotQA/2Wiki JSON), jsonl:PATH (FlashRAG), conflict (bundled conflict/trap set) or rgb:PATH (RGB), with a condition after ?: hotpotqa?swap=1 (answer-swap conflict), rgb:PATH?passages=5&noise=0.4&swapped=2.")] = "hotpotqa",
+    dataset: Annotated[str, typer.Option(help="demo, hotpotqa, hotpotqa:PATH (HotpotQA/2Wiki JSON), jsonl:PATH (FlashRAG), conflict (bundled conflict/trap set), robust (bundled robustness suite, 8 conditions) or rgb:PATH (RGB), with a condition after ?: hotpotqa?swap=1 (answer-swap conflict), robust?split=test&condition=all_wrong,no_relevant, rgb:PATH?passages=5&noise=0.4&swapped=2.")] = "hotpotqa",
     methods_: Annotated[str, typer.Option("--methods", help="Comma-separated methods.")] = "no_rag,standard_rag",
     setting: Annotated[str, typer.Option(help="distractor (each question's own paragraphs) or open (all paragraphs).")] = "distractor",
     inject: Annotated[str, typer.Option(help="Comma-separated numbers K of misleading passages to add, e.g. 0,4,8.")] = "0",
@@ -428,14 +428,27 @@ def eval_(
 def report(
     folders: Annotated[list[Path], typer.Argument(help="Run folder(s) written by `causalrag eval --out`.")],
     merged: Annotated[Path | None, typer.Option("--out", help="With several runs: the folder that gets the merged run and its report.")] = None,
+    against: Annotated[str | None, typer.Option(
+        "--against", help="Also compare every method with this one (e.g. standard_rag), paired per question: "
+        "ΔAcc and Δmisled with 95 % bootstrap intervals, wins/losses and McNemar's exact p, per condition and pooled, "
+        "into paired.md, paired.csv and paired.png.")] = None,
 ) -> None:
     """Table (mean and 95 % bootstrap interval per method and K), Markdown, CSV and PNG plots into the run folder.
 
-    Several runs (methods split over processes or machines) are merged into ``--out`` first.
+    Several runs (methods split over processes or machines, or the baseline run apart from the methods, on
+    the same dataset and settings) are merged into ``--out`` first; a result in two runs is an error.
+
+    With ``--against BASELINE`` each other method is paired with the baseline on the questions both
+    answered (same question and K; the others are left out and counted). Per condition of the question
+    set, per pooled group of the robustness suite (clean, conflict, worst_case, when all their conditions
+    are present) and over all questions: both accuracies, ΔAcc and Δmisled with a BCa bootstrap 95 %
+    interval over resampled questions (seeded), wins (method right, baseline wrong), losses, and McNemar's
+    exact two-sided p. A result that raised counts as a wrong answer.
     """
     from rich import box
 
-    from causalrag.eval.report import COST_COLUMNS, FALLBACK_COLUMNS, QUALITY_COLUMNS, table_rows, write_report
+    from causalrag.eval.report import COST_COLUMNS, FALLBACK_COLUMNS, QUALITY_COLUMNS, TERMINAL_COLUMNS, TERMINAL_LEGEND
+    from causalrag.eval.report import paired_blocks, table_rows, write_paired_report, write_report
     from causalrag.eval.runner import merge_runs
 
     if len(folders) > 1 and merged is None:
@@ -443,6 +456,7 @@ def report(
     folder = folders[0] if merged is None else merged
     if merged is not None:
         merge_runs(folders, merged)
+    paired = write_paired_report(folder, against) if against else None  # a missing baseline stops before any other file
     result = write_report(folder)
     rows = table_rows(result.summary, sep="\n")
     quality = Table(title=f"{folder}: mean (95 % bootstrap interval)", box=box.SIMPLE)
@@ -462,7 +476,18 @@ def report(
         for row in result.fallbacks:
             fallbacks.add_row(*row)
         out.print(fallbacks)
-    out.print(line(f"wrote {result.markdown}, {result.csv}, " + ", ".join(map(str, result.plots))))
+    written = [result.markdown, result.csv, *result.plots]
+    if paired:
+        out.print(line((f"paired with {against}", "bold"), f" ({TERMINAL_LEGEND})"))
+        for title, block in paired_blocks(paired.summary, against):
+            table = Table(title=Text(title), box=box.SIMPLE)
+            for name in TERMINAL_COLUMNS:
+                table.add_column(name, no_wrap=name == "condition")
+            for row in block:
+                table.add_row(*map(line, row))  # condition names come from the dataset: data, not markup
+            out.print(table)
+        written += [paired.markdown, paired.csv, paired.plot]
+    out.print(line("wrote " + ", ".join(map(str, written))))
 
 
 def main() -> None:

@@ -1,7 +1,7 @@
 """Answer and retrieval metrics.
 
 Answer normalization is the official HotpotQA / SQuAD one (lower-case, drop punctuation and the
-articles a/an/the, squeeze whitespace); it and the token F1 live in the leaf :mod:`causalrag.text`,
+articles a/an/the, squeeze whitespace); it and the token F1 live in the leaf ``causalrag.text``,
 which the methods use too, and are re-exported here for evaluation code. ``containment`` is the
 papers' "Acc" / CF-RAG's "smart EM": a gold answer appears inside the prediction. With several gold
 answers, each metric takes the best.

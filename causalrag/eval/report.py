@@ -1,10 +1,23 @@
-"""Summarize a run folder: a method × metric table with 95 % bootstrap intervals, Markdown, CSV and plots.
+"""Summarize a run folder: a method × metric table with 95 % bootstrap intervals, Markdown, CSV and plots,
+and a paired comparison of every method with a baseline.
 
-Rows are (method, K injected passages). Answer metrics are means over questions with a
-percentile bootstrap interval (questions resampled with replacement, seeded); retrieval metrics
-average over results that returned evidence; ``misled`` (the answer states a wrong answer that the
-injected passages assert) only exists for K > 0. Cost is per question; ``× std`` divides a method's
-seconds (and LLM calls) per question by ``standard_rag``'s at the same K when the run has it.
+**Per-method table** (``report.md``): rows are (method, K injected passages). Answer metrics are means
+over questions with a BCa bootstrap interval (``bootstrap``: questions resampled with replacement,
+seeded); retrieval metrics average over results that returned evidence; ``misled`` (the answer states
+a wrong answer that the pool's planted or injected passages assert) exists only where such answers do.
+Cost is per question; ``× std`` divides a method's seconds (and LLM calls) per question by
+``standard_rag``'s at the same K when the run has it.
+
+**Paired table** (``paired.md``, ``paired_summary``): each method against a baseline on the
+questions both answered (same ``question_id`` and K; a result without its partner is left out and
+counted), per condition of the question set, per pooled group of conditions (``CONDITION_GROUPS``)
+and over all questions. It gives both accuracies, ΔAcc = Acc(method) − Acc(baseline) with a bootstrap
+interval of the mean per-question difference (the questions are resampled, so both answers to a
+question stay together), Δmisled likewise where misled is defined, wins (method right, baseline
+wrong) and losses (the reverse), and McNemar's exact p: the two-sided binomial test of wins against
+losses (only the questions the two disagree on carry information). A result that raised (``error``)
+counts as a wrong answer. Results of runs written before conditions were recorded only pool into
+``all``.
 """
 
 from __future__ import annotations
@@ -16,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from scipy import stats
 
 from causalrag.errors import CausalRAGError
 from causalrag.eval.runner import CONFIG, read_results
@@ -25,6 +39,15 @@ COST = ("llm_calls", "prompt_tokens", "new_tokens", "seconds")
 LABELS = {"em": "EM", "f1": "F1", "acc": "Acc", "recall": "R@k", "ndcg": "NDCG@k", "misled": "misled",
           "llm_calls": "calls/q", "prompt_tokens": "prompt tok/q", "new_tokens": "new tok/q", "seconds": "s/q"}
 BASELINE = "standard_rag"
+CONDITION_GROUPS: dict[str, tuple[str, ...]] = {
+    "clean": ("clean_single", "clean_multi"),
+    "conflict": ("conflict_majority_right", "conflict_majority_wrong", "correlation_trap", "planted_instruction"),
+    "worst_case": ("all_wrong", "no_relevant"),
+}
+"""Pooled conditions of the robustness suite (issue 30's targets). A group is reported for a method
+when the paired questions hold every one of its conditions, so a pooled figure always means the same pool."""
+ALL = "all"
+"""The pool of every paired question (also where results carry no condition)."""
 
 
 @dataclass
@@ -34,24 +57,43 @@ class Stat:
     high: float | None = None
     n: int = 0
 
-    def text(self, digits: int = 2, sep: str = " ") -> str:
-        """``mean (low–high)``; ``sep="\n"`` puts the interval on its own line (narrow terminals)."""
+    def text(self, digits: int = 2, sep: str = " ", *, signed: bool = False) -> str:
+        """``mean (low–high)``, or ``+mean [+low, +high]`` with ``signed`` (differences, whose bounds may be
+        negative); ``sep="\n"`` puts the interval on its own line (narrow terminals)."""
         if self.mean is None:
             return "–"
+        form = f"+.{digits}f" if signed else f".{digits}f"
         if self.low is None:
-            return f"{self.mean:.{digits}f}"
-        return f"{self.mean:.{digits}f}{sep}({self.low:.{digits}f}–{self.high:.{digits}f})"
+            return f"{self.mean:{form}}"
+        if signed:
+            return f"{self.mean:{form}}{sep}[{self.low:{form}}, {self.high:{form}}]"
+        return f"{self.mean:{form}}{sep}({self.low:{form}}–{self.high:{form}})"
 
 
-def bootstrap(values: Sequence[float], *, resamples: int = 2000, seed: int = 0, level: float = 0.95) -> Stat:
-    """Mean and percentile bootstrap interval; None values are left out."""
+def bootstrap(values: Sequence[float | None], *, resamples: int = 2000, seed: int = 0, level: float = 0.95) -> Stat:
+    """Mean and its BCa bootstrap interval (``scipy.stats.bootstrap``, seeded: the same data give the same
+    interval); None values are left out.
+
+    BCa rather than the percentile method: our means are proportions, often near 0 or 1 (misled rates,
+    accuracies of hard conditions) on 25–200 questions, where the bootstrap distribution is skewed and
+    the percentile interval is too narrow on the side of the bound; BCa corrects that bias and skew, and
+    is scipy's default. ``benchmarks/bootstrap.py`` measures it against the earlier hand-rolled percentile
+    interval: the same intervals to ±0.005 at rates near 1/2, and for 100 questions at a rate of 0.04 the
+    percentile interval held the true rate in 88 % of simulated samples, BCa in 97 %. A sample whose
+    values are all equal (every question right, n = 1, a difference that is always 0) has the interval
+    [mean, mean], which BCa cannot compute; an empty one has no mean (shown "–").
+    """
     data = np.asarray([v for v in values if v is not None], dtype=float)
     if data.size == 0:
         return Stat(None)
-    rng = np.random.default_rng(seed)
-    means = data[rng.integers(0, data.size, size=(resamples, data.size))].mean(axis=1)
-    tail = (1 - level) / 2 * 100
-    return Stat(float(data.mean()), float(np.percentile(means, tail)), float(np.percentile(means, 100 - tail)), int(data.size))
+    mean = float(data.mean())
+    if np.all(data == data[0]):
+        return Stat(mean, mean, mean, int(data.size))
+    # batch=200 bounds the memory of resamples and jackknife (n × n floats without it) at n ~ 10^4
+    result = stats.bootstrap((data,), np.mean, n_resamples=resamples, confidence_level=level, method="BCa",
+                             vectorized=True, batch=200, rng=np.random.default_rng(seed))
+    low, high = result.confidence_interval
+    return Stat(mean, float(low), float(high), int(data.size))
 
 
 def summarize(rows: Sequence[dict], *, resamples: int = 2000, seed: int = 0) -> list[dict]:
@@ -76,6 +118,84 @@ def summarize(rows: Sequence[dict], *, resamples: int = 2000, seed: int = 0) -> 
             e[f"{metric}_ratio"] = e[metric].mean / denominator if denominator else None
     order = {m: i for i, m in enumerate(dict.fromkeys(r["method"] for r in rows))}
     return sorted(summary, key=lambda e: (e["inject"], order[e["method"]]))
+
+
+# --------------------------------------------------------------------------- paired comparison with a baseline
+def correct(row: dict) -> float:
+    """Containment accuracy of a result; a result that raised (``error``) is a wrong answer."""
+    return 0.0 if row.get("error") else float(row.get("acc") or 0)
+
+
+def mcnemar_exact(wins: int, losses: int) -> float:
+    """McNemar's exact two-sided p: the binomial test of ``wins`` among the ``wins + losses`` discordant
+    questions against 1/2; 1 when the two never disagree."""
+    return float(stats.binomtest(wins, wins + losses, 0.5).pvalue) if wins + losses else 1.0
+
+
+def _pools(conditions: Sequence[str]) -> list[tuple[str, set[str] | None]]:
+    """The cells of a paired table: each named condition (the suite's order, then others as they come),
+    each group whose conditions are all present, then ``all`` (``None``: every question)."""
+    suite = [c for members in CONDITION_GROUPS.values() for c in members]
+    order = {c: i for i, c in enumerate(suite)}
+    named = sorted(dict.fromkeys(c for c in conditions if c), key=lambda c: order.get(c, len(suite)))
+    groups = [(name, set(members)) for name, members in CONDITION_GROUPS.items() if set(members) <= set(named)]
+    return [(c, {c}) for c in named] + groups + [(ALL, None)]
+
+
+def _compare(pairs: Sequence[tuple[dict, dict]], *, resamples: int, seed: int) -> dict:
+    """The paired figures of one cell: accuracies, Δ with intervals, wins/losses, McNemar's p, errors."""
+    acc = np.array([correct(m) for m, _ in pairs])
+    base = np.array([correct(b) for _, b in pairs])
+    misled = np.array([(m["misled"], b["misled"]) for m, b in pairs
+                       if m.get("misled") is not None and b.get("misled") is not None], dtype=float).reshape(-1, 2)
+    wins, losses = int(np.sum(acc > base)), int(np.sum(acc < base))
+    return {
+        "n": len(pairs), "base_acc": float(base.mean()), "acc": float(acc.mean()),
+        "d_acc": bootstrap(acc - base, resamples=resamples, seed=seed),
+        "n_misled": len(misled),
+        "base_misled": float(misled[:, 1].mean()) if len(misled) else None,
+        "misled": float(misled[:, 0].mean()) if len(misled) else None,
+        "d_misled": bootstrap(misled[:, 0] - misled[:, 1], resamples=resamples, seed=seed),
+        "wins": wins, "losses": losses, "p": mcnemar_exact(wins, losses),
+        "errors": sum(1 for m, _ in pairs if m.get("error")), "base_errors": sum(1 for _, b in pairs if b.get("error")),
+    }
+
+
+def paired_summary(
+    rows: Sequence[dict], against: str = BASELINE, *, resamples: int = 2000, seed: int = 0
+) -> list[dict]:
+    """Every method but ``against`` paired with it, one entry per (method, K, condition or pool): see the module doc.
+
+    Each entry also holds ``unpaired``: (the method's results without a baseline partner, the baseline's
+    results at the method's K values without a partner), left out of every figure.
+    """
+    base = {(r["question_id"], int(r["inject"])): r for r in rows if r["method"] == against}
+    if not base:
+        raise CausalRAGError(f"The baseline {against!r} has no results in the run(s): run "
+                             f"`causalrag eval --methods {against}` on the same dataset and settings, "
+                             "or name a method that has results with --against.")
+    methods = list(dict.fromkeys(r["method"] for r in rows if r["method"] != against))
+    if not methods:
+        raise CausalRAGError(
+            f"The run(s) hold only the baseline {against!r}: add the results of a method to compare with it."
+        )
+    summary = []
+    for method in methods:
+        mine = [r for r in rows if r["method"] == method]
+        pairs = [(r, base[key]) for r in mine if (key := (r["question_id"], int(r["inject"]))) in base]
+        if not pairs:
+            raise CausalRAGError(f"{method} and the baseline {against} share no question (the same question_id and K): "
+                                 "run both on the same dataset with the same --inject values.")
+        ks = sorted({int(m["inject"]) for m, _ in pairs})
+        unpaired = (len(mine) - len(pairs), sum(1 for key in base if key[1] in ks) - len(pairs))
+        for k in ks:
+            at_k = [p for p in pairs if int(p[0]["inject"]) == k]
+            conditions = [m.get("condition") or b.get("condition") or "" for m, b in at_k]
+            for name, members in _pools(conditions):
+                cell = [p for p, c in zip(at_k, conditions) if members is None or c in members]
+                summary.append({"method": method, "inject": k, "condition": name, "unpaired": unpaired,
+                                **_compare(cell, resamples=resamples, seed=seed)})
+    return summary
 
 
 # --------------------------------------------------------------------------- outputs
@@ -136,13 +256,19 @@ def write_csv(summary: Sequence[dict], path: Path) -> None:
                              *(e[m].mean for m in COST), e["seconds_ratio"], e["llm_calls_ratio"], e["fallbacks"]])
 
 
-def plot_accuracy(summary: Sequence[dict], path: Path) -> None:
-    """Acc and F1 against the number of injected passages, one line per method, 95 % intervals as bars."""
+def _pyplot():
+    """matplotlib's pyplot on the Agg backend (files only: no display is needed)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def plot_accuracy(summary: Sequence[dict], path: Path) -> None:
+    """Acc and F1 against the number of injected passages, one line per method, 95 % intervals as bars."""
+    plt = _pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharex=True)
     for ax, metric in zip(axes, ("acc", "f1")):
         for method in dict.fromkeys(e["method"] for e in summary):
@@ -166,11 +292,7 @@ def plot_accuracy(summary: Sequence[dict], path: Path) -> None:
 
 def plot_cost(summary: Sequence[dict], path: Path) -> None:
     """Seconds and LLM calls per question for each method (averaged over K)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     methods = list(dict.fromkeys(e["method"] for e in summary))
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for ax, metric in zip(axes, ("seconds", "llm_calls")):
@@ -185,6 +307,118 @@ def plot_cost(summary: Sequence[dict], path: Path) -> None:
     plt.close(fig)
 
 
+PAIRED_COLUMNS = ["method", "K", "condition", "n", "base Acc", "Acc", "ΔAcc [95 % CI]", "base misled", "misled",
+                  "Δmisled [95 % CI]", "wins", "losses", "McNemar p", "errors"]
+TERMINAL_COLUMNS = ["condition", "n", "Acc", "ΔAcc", "misled", "Δmisled", "W/L", "p", "err"]
+TERMINAL_LEGEND = ("Acc, misled: baseline → method; Δ = method − baseline [95 % bootstrap interval]; "
+                   "W/L = wins/losses; p = McNemar's exact p; err = errors of method/baseline, counted as wrong")
+
+
+def _rate(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
+def _paired_cells(e: dict, sep: str = " ") -> dict[str, str]:
+    """One paired entry as text, by ``PAIRED_COLUMNS`` name; ``errors`` is the method's/the baseline's."""
+    return {
+        "method": e["method"], "K": str(e["inject"]), "condition": e["condition"], "n": str(e["n"]),
+        "base Acc": _rate(e["base_acc"]), "Acc": _rate(e["acc"]),
+        "ΔAcc [95 % CI]": e["d_acc"].text(sep=sep, signed=True),
+        "base misled": _rate(e["base_misled"]), "misled": _rate(e["misled"]),
+        "Δmisled [95 % CI]": e["d_misled"].text(sep=sep, signed=True),
+        "wins": str(e["wins"]), "losses": str(e["losses"]),
+        "McNemar p": "<0.001" if e["p"] < 0.001 else f"{e['p']:.3f}",
+        "errors": f"{e['errors']}/{e['base_errors']}",
+    }
+
+
+def paired_rows(summary: Sequence[dict]) -> list[list[str]]:
+    """The paired table as strings, in ``PAIRED_COLUMNS`` order."""
+    return [[cells[c] for c in PAIRED_COLUMNS] for cells in map(_paired_cells, summary)]
+
+
+def paired_blocks(summary: Sequence[dict], against: str) -> list[tuple[str, list[list[str]]]]:
+    """The paired table for a terminal, narrower: one titled block per (method, K), rows in ``TERMINAL_COLUMNS``
+    order (baseline → method in one cell, each interval on its own line)."""
+    blocks: dict[str, list[list[str]]] = {}
+    for e in summary:
+        c = _paired_cells(e, sep="\n")
+        blocks.setdefault(f"{e['method']} − {against} (K = {e['inject']})", []).append([
+            c["condition"], c["n"], f"{c['base Acc']} → {c['Acc']}", c["ΔAcc [95 % CI]"],
+            "–" if e["misled"] is None else f"{c['base misled']} → {c['misled']}", c["Δmisled [95 % CI]"],
+            f"{c['wins']}/{c['losses']}", c["McNemar p"], c["errors"]])
+    return list(blocks.items())
+
+
+def paired_markdown(summary: Sequence[dict], against: str, *, resamples: int) -> str:
+    """The paired table with its legend and, per method, the results left out for lack of a partner."""
+    groups = "; ".join(f"{name} = {' + '.join(members)}" for name, members in CONDITION_GROUPS.items())
+    legend = (
+        f"Each method against **{against}** on the questions both answered (same question and K). "
+        f"Δ = method − {against}; 95 % BCa bootstrap interval of the mean per-question difference "
+        f"({resamples} resamples of the questions); wins = method right and baseline wrong, losses = the reverse; "
+        "McNemar p = exact two-sided binomial test of wins against losses; "
+        "errors (method/baseline) count as wrong answers. "
+        f"Pooled rows: {groups}, shown when all their conditions are present; all = every paired question."
+    )
+    lines = [
+        legend, "", "| " + " | ".join(PAIRED_COLUMNS) + " |", "|" + "---|" * len(PAIRED_COLUMNS),
+        *("| " + " | ".join(row) + " |" for row in paired_rows(summary)),
+    ]
+    dropped = {e["method"]: e["unpaired"] for e in summary if any(e["unpaired"])}
+    if dropped:
+        lines += ["", "Left out for lack of a partner: " + "; ".join(
+            f"{m}: {own} of its results, {theirs} of {against}'s" for m, (own, theirs) in dropped.items()) + "."]
+    return "\n".join(lines)
+
+
+def write_paired_csv(summary: Sequence[dict], path: Path) -> None:
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["method", "inject", "condition", "n", "base_acc", "acc", "d_acc", "d_acc_low", "d_acc_high",
+                         "n_misled", "base_misled", "misled", "d_misled", "d_misled_low", "d_misled_high",
+                         "wins", "losses", "mcnemar_p", "errors", "base_errors", "unpaired", "base_unpaired"])
+        for e in summary:
+            writer.writerow([e["method"], e["inject"], e["condition"], e["n"], e["base_acc"], e["acc"],
+                             e["d_acc"].mean, e["d_acc"].low, e["d_acc"].high,
+                             e["n_misled"], e["base_misled"], e["misled"],
+                             e["d_misled"].mean, e["d_misled"].low, e["d_misled"].high,
+                             e["wins"], e["losses"], e["p"], e["errors"], e["base_errors"], *e["unpaired"]])
+
+
+def plot_paired(summary: Sequence[dict], against: str, path: Path) -> None:
+    """ΔAcc per condition (pooled ones after the dashed line) with its interval, one marker per method, per K."""
+    plt = _pyplot()
+    ks = sorted({e["inject"] for e in summary})
+    methods = list(dict.fromkeys(e["method"] for e in summary))
+    # conditions in the order they come, then the pooled groups, then all
+    labels = sorted(dict.fromkeys(e["condition"] for e in summary), key=lambda c: (c == ALL, c in CONDITION_GROUPS))
+    plain = sum(1 for c in labels if c != ALL and c not in CONDITION_GROUPS)
+    size = (max(6.0, 0.9 * len(labels) + 3), 4.2 * len(ks))
+    fig, axes = plt.subplots(len(ks), 1, figsize=size, squeeze=False, sharey=True)
+    step = 0.8 / len(methods)
+    for ax, k in zip(axes[:, 0], ks):
+        for i, method in enumerate(methods):
+            cells = [e for e in summary if e["method"] == method and e["inject"] == k]
+            x = np.array([labels.index(e["condition"]) for e in cells]) + (i - (len(methods) - 1) / 2) * step
+            delta = [e["d_acc"] for e in cells]
+            means = np.array([d.mean for d in delta])
+            errors = np.array([[d.mean - d.low for d in delta], [d.high - d.mean for d in delta]])
+            ax.errorbar(x, means, yerr=errors, fmt="o", capsize=3, label=method)
+        ax.axhline(0, color="black", linewidth=0.8)
+        if 0 < plain < len(labels):
+            ax.axvline(plain - 0.5, color="grey", linestyle="--", linewidth=0.8)
+        ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right")
+        ax.set_ylabel(f"ΔAcc vs {against}")
+        ax.set_title(f"K = {k} injected passages" if len(ks) > 1 else "")
+        ax.grid(axis="y", alpha=0.3)
+    axes[0, 0].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))  # outside: never over a marker
+    fig.suptitle(f"Paired ΔAcc against {against} (95 % bootstrap intervals)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 @dataclass
 class Report:
     summary: list[dict]
@@ -192,25 +426,35 @@ class Report:
     csv: Path
     plots: list[Path]
     fallbacks: list[list[str]]
-    """:func:`fallback_rows`: per method and judgment step, runs, runs that fell back, rate."""
+    """``fallback_rows``: per method and judgment step, runs, runs that fell back, rate."""
+
+
+def _results(folder: Path) -> list[dict]:
+    rows = read_results(folder)
+    if not rows:
+        raise CausalRAGError(f"No results in {folder}: run `causalrag eval --out {folder}` first.")
+    return rows
+
+
+def _described(folder: Path) -> str:
+    """The run's settings as one line (from its ``config.json``)."""
+    config = json.loads((folder / CONFIG).read_text(encoding="utf-8")) if (folder / CONFIG).exists() else {}
+    names = ("dataset", "setting", "seed", "instruction", "model", "backend", "params")
+    return ", ".join(f"{k}={config[k]}" for k in names if k in config)
 
 
 def write_report(folder: str | Path, *, resamples: int = 2000) -> Report:
     """Read ``folder/results.jsonl``; write ``report.md``, ``report.csv``, ``accuracy_vs_inject.png``, ``cost.png``."""
     folder = Path(folder)
-    rows = read_results(folder)
-    if not rows:
-        raise CausalRAGError(f"No results in {folder}: run `causalrag eval --out {folder}` first.")
-    config = json.loads((folder / CONFIG).read_text(encoding="utf-8")) if (folder / CONFIG).exists() else {}
+    rows = _results(folder)
     summary = summarize(rows, resamples=resamples)
     plots = [folder / "accuracy_vs_inject.png", folder / "cost.png"]
     plot_accuracy(summary, plots[0])
     plot_cost(summary, plots[1])
-    described = ", ".join(f"{k}={config[k]}" for k in ("dataset", "setting", "seed", "instruction", "model", "backend", "params") if k in config)
     markdown = folder / "report.md"
     markdown.write_text(
-        f"# Evaluation report: {folder.name}\n\n{described}\n\n"
-        f"Mean (95 % bootstrap interval, {resamples} resamples) over questions; K = injected misleading passages; "
+        f"# Evaluation report: {folder.name}\n\n{_described(folder)}\n\n"
+        f"Mean (95 % BCa bootstrap interval, {resamples} resamples) over questions; K = injected misleading passages; "
         "R@k/NDCG@k over the evidence each method used; misled = the answer states a wrong answer the injected "
         f"passages assert; × std = ratio to {BASELINE} at the same K.\n\n"
         f"{markdown_table(summary)}\n\n{fallback_markdown(rows)}![accuracy](accuracy_vs_inject.png)\n\n![cost](cost.png)\n",
@@ -219,3 +463,30 @@ def write_report(folder: str | Path, *, resamples: int = 2000) -> Report:
     csv_path = folder / "report.csv"
     write_csv(summary, csv_path)
     return Report(summary, markdown, csv_path, plots, fallback_rows(rows))
+
+
+@dataclass
+class PairedReport:
+    summary: list[dict]
+    """``paired_summary``'s entries."""
+    markdown: Path
+    csv: Path
+    plot: Path
+
+
+def write_paired_report(
+    folder: str | Path, against: str = BASELINE, *, resamples: int = 2000, seed: int = 0
+) -> PairedReport:
+    """Read ``folder/results.jsonl``; write ``paired.md``, ``paired.csv`` and ``paired.png``: every method
+    against ``against`` (``paired_summary``)."""
+    folder = Path(folder)
+    summary = paired_summary(_results(folder), against, resamples=resamples, seed=seed)
+    paths = PairedReport(summary, folder / "paired.md", folder / "paired.csv", folder / "paired.png")
+    plot_paired(summary, against, paths.plot)
+    write_paired_csv(summary, paths.csv)
+    paths.markdown.write_text(
+        f"# Paired comparison with {against}: {folder.name}\n\n{_described(folder)}\n\n"
+        f"{paired_markdown(summary, against, resamples=resamples)}\n\n![paired ΔAcc](paired.png)\n",
+        encoding="utf-8",
+    )
+    return paths

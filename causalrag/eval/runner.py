@@ -72,7 +72,7 @@ SETUP_ERRORS = (
 class EvalConfig:
     dataset: str
     """``demo``, ``hotpotqa``, ``hotpotqa:PATH``, ``jsonl:PATH``, ``conflict`` or ``rgb:PATH``, with a condition
-    after ``?`` (``hotpotqa?swap=1``, ``rgb:PATH?noise=0.4&swapped=2``; :mod:`causalrag.eval.conditions`)."""
+    after ``?`` (``hotpotqa?swap=1``, ``rgb:PATH?noise=0.4&swapped=2``; ``causalrag.eval.conditions``)."""
     methods: list[str]
     setting: str = "distractor"
     """``distractor`` (each question's own pool) or ``open`` (one collection of every paragraph)."""

@@ -1,7 +1,7 @@
 """Counterfactual edits of a question (pure text): the explicit options CF-RAG's scored judgment chooses among.
 
 The 270M base model copies the question when asked to rewrite it (10 of 10 greedy rewrites repeated
-it, docs/methods.md). With ``judge="score"`` the five transformation types of §4.1.1 (App. E.3,
+it, docs/methods/cf_rag.md). With ``judge="score"`` the five transformation types of §4.1.1 (App. E.3,
 Table 6) become *edits* that change one thing by construction, and the model only chooses which
 edit of a type reads as the most natural question (a scored choice); Eq. 2 then validates the
 chosen one as before. Each type yields options only where it applies:

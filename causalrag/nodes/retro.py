@@ -152,7 +152,7 @@ def match_scores(ctx: RetroContext, query: str, texts: Sequence[str]) -> list[fl
 
     "llm" is the paper's M_e yes-probability; "dense" the MiniLM cosine; "combined" the mean of
     their z-scores (the 270M model's yes-probabilities barely separate relevant passages, see
-    docs/methods.md). Scores only rank the candidates, so no calibration is needed here.
+    docs/methods/retro.md). Scores only rank the candidates, so no calibration is needed here.
     """
     if not texts:
         return []

@@ -49,6 +49,7 @@ def test_eval_then_report(tmp_path, fakes):
         (["eval", "--methods", "nope"], "Unknown method 'nope'"),
         (["eval", "--setting", "closed", "--limit", "1"], "Unknown setting"),
         (["report", "/no/such/run"], "No results"),
+        (["report", "/no/such/run", "--against", "standard_rag"], "No results"),
     ],
 )
 def test_bad_input_is_one_sentence(args, message, tmp_path, fakes):
@@ -76,6 +77,31 @@ def test_runs_split_over_processes_merge_into_one_report(tmp_path, fakes):
     assert isinstance(twice.exception, CausalRAGError) and "more than one" in str(twice.exception)
     no_out = runner.invoke(app, ["report", str(tmp_path / "a"), str(tmp_path / "b")])
     assert isinstance(no_out.exception, CausalRAGError) and "--out" in str(no_out.exception)
+
+
+def test_report_against_a_baseline_in_another_run(tmp_path, fakes):
+    """The baseline run apart from the methods: merged, paired per question, printed and written."""
+    runner = CliRunner()
+    common = ["eval", "--dataset", "demo", "--inject", "0", "--limit", "3"]
+    methods = ["--methods", "no_rag,cis", "-p", "n_candidates=4"]
+    assert runner.invoke(app, [*common, *methods, "--out", str(tmp_path / "a")]).exit_code == 0
+    assert runner.invoke(app, [*common, "--methods", "standard_rag", "--out", str(tmp_path / "b")]).exit_code == 0
+    both = tmp_path / "all"
+    args = ["report", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(both), "--against", "standard_rag"]
+    result = runner.invoke(app, args, env={"COLUMNS": "140"})
+    assert result.exit_code == 0, result.output
+    assert "no_rag − standard_rag (K = 0)" in result.output and "cis − standard_rag (K = 0)" in result.output
+    assert "W/L" in result.output and "paired.md" in result.output
+    text = (both / "paired.md").read_text()
+    assert "| no_rag | 0 | all | 3 |" in text and "| cis | 0 | all | 3 |" in text
+    assert len((both / "paired.csv").read_text().splitlines()) == 1 + 2
+    assert (both / "paired.png").read_bytes()[:4] == b"\x89PNG"
+    assert (both / "report.md").exists()  # the usual report too
+
+    missing = runner.invoke(app, ["report", str(tmp_path / "a"), "--against", "standard_rag"])
+    assert isinstance(missing.exception, CausalRAGError)
+    assert "The baseline 'standard_rag' has no results" in str(missing.exception)
+    assert not any((tmp_path / "a" / name).exists() for name in ("paired.md", "report.md"))  # nothing written
 
 
 def config_of(folder):

@@ -163,7 +163,7 @@ DTYPES = ("auto", "float32", "bfloat16", "float16")
 def pick_dtype(requested: str, device: str):
     """The weights' torch dtype: ``requested`` (``CAUSALRAG_DTYPE``), where ``auto`` is bf16 on CUDA
     and fp32 elsewhere (the answers every real-model test asserts; ``bfloat16`` on a CPU with native
-    bf16 decodes ~1.6× faster and may change close choices, see README's cost section)."""
+    bf16 decodes ~1.6× faster and may change close choices, see docs/performance.md)."""
     import torch
 
     if requested not in DTYPES:
