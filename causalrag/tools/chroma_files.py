@@ -75,7 +75,7 @@ def vector_index_damage(segment: Path) -> str | None:
     if len(data) != _HEADER.size or _HEADER.unpack(data)[0] != 1:
         return None if len(data) == _HEADER.size else "header.bin has the wrong size"
     _, level0_at, _, nodes, row, label_at, vector_at, top, entry, most, most0, m, mult, ef = _HEADER.unpack(data)
-    # hnswlib's own relations: maxM = M, maxM0 = 2M, mult = 1/ln(M), ef_construction >= M, rows of links + vector + label
+    # hnswlib's relations: maxM = M, maxM0 = 2M, mult = 1/ln(M), ef_construction >= M; a row is links, vector, label
     if not (
         level0_at == 0 and 2 <= m == most < 2**15 and most0 == 2 * m and math.isclose(mult, 1 / math.log(m))
         and m <= ef < 2**31 and vector_at == _LIST * (most0 + 1) and vector_at < label_at == row - 8

@@ -299,16 +299,19 @@ def test_a_damaged_store_is_one_sentence_for_every_operation(healthy_store, tmp_
     for name, _, _, _, noticed in DAMAGE:
         said = seen.get(name, {})
         if "files" not in said:
-            problems.append(f"{name}: the process died (exit {run.returncode}) after {list(said)}: {run.stderr[-2000:]}")
+            died = f"exit {run.returncode} after {list(said)}"
+            problems.append(f"{name}: the process died ({died}):\n{run.stderr[-2000:]}")
             continue
         errors = {op: text for op, text in said.items() if op != "files" and text}
-        problems += [f"{name}, {op}: {text}" for op, text in errors.items() if text.startswith("NOT MAPPED") or "\n" in text]
+        problems += [f"{name}, {op}: {text}"
+                     for op, text in errors.items() if text.startswith("NOT MAPPED") or "\n" in text]
         if noticed and not errors:
             problems.append(f"{name}: no operation noticed the damage")
         if not set(files) <= set(said["files"]):
             problems.append(f"{name}: files gone: {set(files) - set(said['files'])}")
     assert problems == [], "\n".join(problems)
-    assert all("nothing was changed" in text for ops in seen.values() for op, text in ops.items() if op != "files" and text)
+    sentences = [text for ops in seen.values() for op, text in ops.items() if op != "files" and text]
+    assert sentences and all(text.endswith("(nothing was changed).") for text in sentences)
 
 
 @pytest.mark.parametrize(

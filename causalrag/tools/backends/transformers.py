@@ -296,7 +296,8 @@ class TransformersLLM(Judge):
         pad = self.tokenizer.pad_token_id
         ids = [r[:h] + [pad] * (width - len(r)) + r[h:] for r in rows]
         mask = [[1] * h + [0] * (width - len(r)) + [1] * (len(r) - h) for r in rows]
-        return {"input_ids": torch.tensor(ids, device=self.device), "attention_mask": torch.tensor(mask, device=self.device), "cache": cache}, h
+        tensor = functools.partial(torch.tensor, device=self.device)
+        return {"input_ids": tensor(ids), "attention_mask": tensor(mask), "cache": cache}, h
 
     def _generate_kwargs(self, *, max_new_tokens: int, temperature: float, stop: Sequence[str] | None) -> dict:
         kwargs: dict = {"max_new_tokens": max_new_tokens, "pad_token_id": self.tokenizer.pad_token_id}
