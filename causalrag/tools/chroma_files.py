@@ -28,15 +28,19 @@ from causalrag.errors import DamagedStoreError
 SQLITE_HEADER = b"SQLite format 3\x00"
 SQLITE_WORDS = ("database disk image is malformed", "file is not a database")
 """SQLite's own words for SQLITE_CORRUPT / SQLITE_NOTADB, as they reach us inside Chroma's errors."""
-CHROMA_WORDS = (
-    "Error loading hnsw index",
-    "Error deserializing pickle file",
-    "Failed to pull logs from the log store",
-    "Failed to apply logs to the metadata segment",
-    "Failed to apply logs to the hnsw segment writer",
-)
-"""Chroma's words (1.x) when a file it reads back is not what it wrote: the HNSW segment's files, or
-the write log and metadata rows in ``chroma.sqlite3``."""
+CHROMA_WORDS = {
+    "Failed to pull logs from the log store": "Chroma cannot read its write log",
+    "Failed to apply logs to the metadata segment": "Chroma cannot apply its write log to the passages",
+    "Failed to apply logs to the hnsw segment writer": "Chroma cannot apply its write log to the vector index",
+    "Error loading hnsw index": "Chroma cannot load the vector index",
+    "Error deserializing pickle file": "Chroma cannot read the vector index's id map",
+    "Error reading from metadata segment reader": "Chroma cannot read its metadata segment",
+    "error occurred while decoding column": "Chroma cannot decode a stored value",
+    # the thread that applies the write log panicked on a row it cannot decode (later calls: "Failed to send request")
+    "backfill request to compactor: Failed to": "Chroma stopped reading its write log at a row it cannot decode",
+}
+"""Chroma's words (1.5) when what it reads back is not what it wrote (the write log and rows in ``chroma.sqlite3``,
+the HNSW segment's files), most specific first, and what they mean."""
 
 # hnswlib's index header as Chroma persists it (header.bin, version 1): version, offsetLevel0,
 # max_elements, cur_element_count, size_data_per_element, label_offset, offsetData, maxlevel,
@@ -138,7 +142,7 @@ def damage_in(folder: str | Path, exc: BaseException) -> DamagedStoreError | Non
         return DamagedStoreError(db, f"SQLite says: {said}")
     said = next((words for words in CHROMA_WORDS if words in text), None)
     if said:
-        return DamagedStoreError(str(folder), f"Chroma says: {said}")
+        return DamagedStoreError(str(folder), CHROMA_WORDS[said])
     if type(exc).__module__.partition(".")[0] not in ("chromadb", "sqlite3", "pyo3_runtime"):
         return None  # not Chroma's failure (a bad argument of ours, a network error): nothing to diagnose
     said = sqlite_check(folder)

@@ -214,7 +214,11 @@ for name, file, where, size in cases:
     folder = work / name
     shutil.copytree(healthy, folder)
     target = next(folder.glob(file))
-    if isinstance(where, str):  # a table's root page, wherever this build of the database put it
+    if isinstance(where, str) and where.startswith("UPDATE"):  # damage inside a row, which SQLite cannot see
+        with sqlite3.connect(target) as db:
+            db.execute(where)
+        where, size = 0, 0
+    elif isinstance(where, str):  # a table's root page, wherever this build of the database put it
         with sqlite3.connect(target.as_uri() + "?mode=ro", uri=True) as db:
             page = db.execute("SELECT rootpage FROM sqlite_schema WHERE name = ?", (where,)).fetchone()[0]
             where = (page - 1) * db.execute("PRAGMA page_size").fetchone()[0]
@@ -235,9 +239,9 @@ for name, file, where, size in cases:
     print(json.dumps([name, "files", sorted(p.name for p in folder.rglob("*") if p.is_file())]), flush=True)
 """
 
-# (name, file, where: a byte offset, a share of the file or a table whose root page it is, bytes overwritten with
-# seeded random bytes, whether some operation must notice): a sweep over the SQLite file (table by table, and
-# page by page wherever this build put them) and over the HNSW segment's files.
+# (name, file, where: a byte offset, a share of the file, a table whose root page it is or an UPDATE, bytes
+# overwritten with seeded random bytes, whether some operation must notice): a sweep over the SQLite file (table
+# by table, page by page wherever this build put them, and inside a row) and over the HNSW segment's files.
 DAMAGE = [
     ("sqlite-schema-page", "chroma.sqlite3", 16, 4080, True),  # after the 16-byte magic (the magic: the test above)
     *[(f"sqlite-root-of-{table}", "chroma.sqlite3", table, 4096, True) for table in (
@@ -251,6 +255,13 @@ DAMAGE = [
     )],
     *[(f"sqlite-page-at-{k}of8", "chroma.sqlite3", k / 8, 4096, False) for k in range(1, 8)],
     ("sqlite-64k-at-a-third", "chroma.sqlite3", 1 / 3, 65536, False),  # the damage that first showed the traceback
+    # inside rows, where SQLite's checks see nothing: Chroma's log reader panics, or it cannot decode a value
+    *[(f"sqlite-row-{name}", "chroma.sqlite3", update, 0, True) for name, update in (
+        ("log-metadata-not-utf8", "UPDATE embeddings_queue SET metadata = CAST(X'7B22FF' AS TEXT) WHERE seq_id = "
+                                  "(SELECT max(seq_id) FROM embeddings_queue)"),
+        ("passage-id-not-utf8", "UPDATE embeddings SET embedding_id = CAST(X'FF' AS TEXT) WHERE id = 17"),
+        ("progress-not-a-number", "UPDATE max_seq_id SET seq_id = CAST(X'FF' AS BLOB)"),
+    )],
     ("hnsw-links-level0", "*/data_level0.bin", 0.5, 4096, True),  # hnswlib would follow them and crash
     ("hnsw-header-shape", "*/header.bin", 0, 100, True),
     ("hnsw-header-m-and-mult", "*/header.bin", 81, 19, True),
