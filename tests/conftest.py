@@ -6,7 +6,8 @@
 * ``demo_store`` — the real persistent demo collection in a session temp ``CAUSALRAG_HOME``.
 
 Every test runs with ``CAUSALRAG_HOME`` pointing at a temporary folder, so nothing touches
-``~/.causalrag``; the model cache (``~/.cache/causalrag``) is shared so the model converts once.
+``~/.causalrag``; the model cache (``~/.cache/causalrag``) is shared so the model converts once (a cold
+cache converts it in the first test that loads it: no test assumes a warm one).
 """
 
 from __future__ import annotations
@@ -16,12 +17,19 @@ import tempfile
 
 import pytest
 
+# The suite computes the same on every machine, whatever the shell sets: a user's CAUSALRAG_* settings (a
+# Chroma server, another model, backend or dtype, a PostgreSQL checkpointer) are dropped, except where the
+# converted model is cached.
+for _name in [n for n in os.environ if n.startswith("CAUSALRAG_") and n != "CAUSALRAG_CACHE"]:
+    del os.environ[_name]
 _HOME = tempfile.mkdtemp(prefix="causalrag-test-home-")
 os.environ["CAUSALRAG_HOME"] = _HOME
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-# The real-model tests and notebooks assert on the transformers backend's answers; `auto` would pick
-# llama.cpp where it is installed. tests/tools/test_backends.py covers the other backends explicitly.
-os.environ.setdefault("CAUSALRAG_BACKEND", "transformers")
+os.environ["HF_HUB_OFFLINE"] = "1"  # never the network
+# The real-model tests and notebooks assert on the transformers backend's fp32 answers: `auto` would pick
+# llama.cpp where it is installed, and a GPU would run bf16. tests/tools/test_backends.py covers the other
+# backends explicitly.
+os.environ["CAUSALRAG_BACKEND"] = "transformers"
+os.environ["CAUSALRAG_DEVICE"] = "cpu"
 
 from tests.fakes import FakeLLM  # noqa: E402
 

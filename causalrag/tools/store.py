@@ -37,12 +37,12 @@ from causalrag.config import settings
 from causalrag.errors import (
     CausalRAGError,
     CollectionNotFoundError,
-    DamagedStoreError,
     EmptyCollectionError,
     StoreUnreachableError,
 )
 from causalrag.params import COLLECTION_NAME
 from causalrag.text import readable
+from causalrag.tools.chroma_files import chroma_panic, check_database, check_vector_indexes, damage_in
 from causalrag.tools.lexical import LexicalIndex, SharedIndex, index_name
 
 log = logging.getLogger(__name__)
@@ -179,23 +179,6 @@ def read_passages(paths: Iterable[str | Path], words: int = 100) -> tuple[list[P
 
 
 # --------------------------------------------------------------------------- the store
-SQLITE_HEADER = b"SQLite format 3\x00"
-
-
-def check_database(folder: str | Path) -> None:
-    """Raise DamagedStoreError when ``folder``'s ``chroma.sqlite3`` exists but is empty or not SQLite:
-    Chroma would silently start a new, empty database over it."""
-    db = Path(folder) / "chroma.sqlite3"
-    if not db.exists():
-        return
-    with db.open("rb") as fh:
-        header = fh.read(len(SQLITE_HEADER))
-    if not header:
-        raise DamagedStoreError(str(db), "it is empty (0 bytes), so every collection in it is gone")
-    if header != SQLITE_HEADER:
-        raise DamagedStoreError(str(db), "it is not an SQLite database")
-
-
 def _server(url: str) -> tuple[str, int, bool]:
     """(host, port, ssl) of a Chroma server URL; anything but http(s)://HOST[:PORT] is an error."""
     from urllib.parse import urlparse
@@ -269,12 +252,17 @@ def _client(kind: str, where: str, tenant: str = "default_tenant", database: str
     if kind == "memory":
         return chromadb.EphemeralClient()
     check_database(where)
+    check_vector_indexes(where)
     Path(where).mkdir(parents=True, exist_ok=True)
-    return chromadb.PersistentClient(path=where)
+    try:
+        return chromadb.PersistentClient(path=where)
+    except BaseException:  # Chroma's Rust side panics with a BaseException
+        # Chroma keeps the half-started system of a path that failed to open, and every later client of that
+        # path would fail with an AttributeError instead of the reason: drop it (nothing on disk is touched)
+        from chromadb.api.shared_system_client import SharedSystemClient
 
-
-_CORRUPT = ("database disk image is malformed", "file is not a database")
-"""SQLite's own words for SQLITE_CORRUPT / SQLITE_NOTADB, as they reach us inside Chroma's errors."""
+        SharedSystemClient._identifier_to_system.pop(where, None)
+        raise
 
 
 def _reported(method):
@@ -286,11 +274,12 @@ def _reported(method):
             return method(self, *args, **kwargs)
         except CausalRAGError:
             raise
-        except Exception as exc:
+        except BaseException as exc:
+            if not isinstance(exc, Exception) and not chroma_panic(exc):
+                raise  # KeyboardInterrupt, SystemExit
             text = str(exc)
-            said = next((words for words in _CORRUPT if words in text), None)
-            if self.kind == "persistent" and said:
-                raise DamagedStoreError(str(Path(self.where) / "chroma.sqlite3"), f"SQLite says: {said}") from exc
+            if self.kind == "persistent" and (damage := damage_in(self.where, exc)):
+                raise damage from exc
             if self.kind == "http" and (isinstance(exc, ConnectionError) or "connect" in text.lower() or type(exc).__name__.endswith(("ConnectError", "ConnectTimeout"))):
                 raise StoreUnreachableError(self.where, "it stopped answering") from exc
             if self.kind == "http" and any(words in text for words in ("Unauthorized", "Forbidden", "AuthError", "authorization")):
@@ -387,6 +376,13 @@ class Store:
         # langchain-chroma has no public call for precomputed embeddings or id-filtered queries
         return self.vectorstore._collection
 
+    def _for_writing(self, *, create: bool = False):
+        """The collection, once Chroma has applied its write log (``count`` does): a damaged log fails here,
+        before rows are written into a log that cannot be read back."""
+        collection = self._collection(create=create)
+        collection.count()
+        return collection
+
     @_reported
     def count(self) -> int:
         return self._collection().count() if self.exists() else 0
@@ -395,7 +391,7 @@ class Store:
     @_reported
     def add(self, passages: Sequence[Passage], *, progress: bool = False, batch_size: int = 128) -> int:
         """Upsert passages not already present (by content id); returns how many were new."""
-        collection = self._collection(create=True)
+        collection = self._for_writing(create=True)
         unique = list({p.id: p for p in passages}.values())
         new: list[Passage] = []
         for start in range(0, len(unique), 1000):
@@ -458,7 +454,7 @@ class Store:
     def remove(self, ids: Sequence[str]) -> int:
         """Delete passages by id; returns how many were asked to go."""
         if ids:
-            collection = self._collection()
+            collection = self._for_writing()
             for start in range(0, len(ids), 1000):
                 collection.delete(ids=list(ids[start : start + 1000]))
             self._lexical.drop()

@@ -166,11 +166,34 @@ def auth_proxy(upstream: str, token: str = TOKEN) -> Iterator[tuple[str, list[st
 
 
 # --------------------------------------------------------------------------- PostgreSQL
+SBIN = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
+"""Where a root login shell finds system tools: ``env -i PATH=/usr/local/bin:/usr/bin:/bin`` drops the sbin folders."""
+POSTGRES_HINT = "apt-get install -y postgresql"
+
+
+def system_tool(name: str, *folders: Path) -> str | None:
+    """``name``'s full path as a root shell finds it: ``folders`` first, then PATH, then the sbin folders."""
+    search = [*map(str, folders), *os.environ.get("PATH", "").split(os.pathsep), *SBIN]
+    return shutil.which(name, path=os.pathsep.join(f for f in search if f))
+
+
 def postgres_bin() -> Path | None:
-    """The newest ``/usr/lib/postgresql/*/bin`` with initdb and pg_ctl (Debian's ``postgresql`` package)."""
-    found = sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0)
-    found = [b for b in found if (b / "initdb").exists() and (b / "pg_ctl").exists()]
-    return found[-1] if found else None
+    """The folder of PostgreSQL's ``initdb`` and ``pg_ctl``: the newest ``/usr/lib/postgresql/*/bin`` (Debian's
+    ``postgresql`` package), else wherever a root shell finds ``initdb`` (other distributions, Homebrew)."""
+    versions = Path("/usr/lib/postgresql").glob("*/bin")
+    debian = sorted(versions, key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0)
+    initdb = system_tool("initdb", *reversed(debian))
+    folder = Path(initdb).resolve().parent if initdb else None  # a symlink's target folder holds pg_ctl and postgres
+    return folder if folder and (folder / "pg_ctl").exists() else None
+
+
+def as_user(user: str) -> list[str]:
+    """The command prefix that runs a command as ``user`` from root: runuser, else su (found as a root shell would)."""
+    if runuser := system_tool("runuser"):
+        return [runuser, "-u", user, "--"]
+    if su := system_tool("su"):
+        return [su, "-s", "/bin/sh", "-c", 'exec "$0" "$@"', "--", user]  # "--": the command's options are not su's
+    pytest.skip(f"running as root needs runuser or su to start PostgreSQL as {user}: apt-get install -y util-linux")
 
 
 @pytest.fixture(scope="session")
@@ -182,17 +205,18 @@ def postgres_server() -> Iterator[str]:
 
     bin_dir = postgres_bin()
     if bin_dir is None:
-        pytest.skip("PostgreSQL's server binaries are not installed: apt-get install -y postgresql")
+        pytest.skip(f"PostgreSQL's server programs (initdb, pg_ctl) are not installed: {POSTGRES_HINT}")
     pytest.importorskip("langgraph.checkpoint.postgres", reason='pip install "causalrag[postgres]"')
     run_as: list[str] = []
-    folder = Path(tempfile.mkdtemp(prefix="causalrag-postgres-"))
     if os.geteuid() == 0:  # initdb refuses root: the cluster belongs to the postgres user
         try:
             user = pwd.getpwnam("postgres")
         except KeyError:
-            pytest.skip("running as root without a postgres user to own the cluster (apt-get install -y postgresql makes one)")
+            pytest.skip(f"running as root without a postgres user to own the cluster ({POSTGRES_HINT} makes one)")
+        run_as = as_user("postgres")
+    folder = Path(tempfile.mkdtemp(prefix="causalrag-postgres-"))
+    if run_as:
         os.chown(folder, user.pw_uid, user.pw_gid)
-        run_as = ["runuser", "-u", "postgres", "--"]
     data, port = folder / "data", free_port()
     quiet = dict(check=True, capture_output=True, text=True, timeout=120)
     subprocess.run([*run_as, str(bin_dir / "initdb"), "-D", str(data), "-U", "causalrag", "--auth=trust", "--no-sync", "-E", "UTF8"], **quiet)

@@ -148,7 +148,7 @@ def test_abatch_ainvoke_and_astream_against_the_server(llama_server):
     assert [s["documents"][0].metadata["title"] for s in states] == ["Colosseum", "Eiffel Tower"]
     assert all(s["answer"].strip() for s in states), [s["answer"] for s in states]
     assert "Rome" in states[0]["answer"] and "1889" in states[1]["answer"]
-    assert one["answer"] == states[0]["answer"]
+    assert "Rome" in one["answer"]  # asked again: the same answer, maybe other words (llama.cpp is not batch-invariant)
     assert events[0]["type"] == "evidence" and events[-1] == {"type": "answer", "stage": "answer", "answer": states[1]["answer"]}
     (a_start, a_end), (b_start, b_end) = llm.spans[:2]  # abatch's two answer requests
     assert max(a_start, b_start) < min(a_end, b_end), llm.spans  # both questions were in flight together

@@ -1,6 +1,7 @@
 """The coalescer: concurrent calls with equal settings become one batch; rows, errors and usage go back to each caller."""
 
 import threading
+import time
 
 import pytest
 
@@ -24,15 +25,22 @@ class RecordingGenerate:
         return [[f"{p}|{settings.get('max_new_tokens')}"] for p in prompts]
 
 
+def wait_until_queued(coalesce: Coalescer, calls: int) -> None:
+    """Until ``calls`` calls wait in the coalescer's groups (however slowly a loaded machine starts threads)."""
+    deadline = time.monotonic() + 60
+    while sum(map(len, coalesce._groups.values())) < calls:
+        assert time.monotonic() < deadline, "the calls never arrived"
+        time.sleep(0.001)
+
+
 def in_threads(coalesce: Coalescer, jobs: list[tuple[list[str], dict]]):
-    """Run each (prompts, settings) in its own thread at once, each inside its own meter."""
+    """Run each (prompts, settings) in its own thread, each inside its own meter. The test holds the decoding
+    turn until every call has arrived, so what is merged never depends on how fast the threads start."""
     results, meters, errors = [None] * len(jobs), [None] * len(jobs), [None] * len(jobs)
-    start = threading.Barrier(len(jobs))
 
     def work(i: int) -> None:
         prompts, settings = jobs[i]
         with metered() as meter:
-            start.wait()
             try:
                 results[i] = coalesce(prompts, **settings)
             except RuntimeError as exc:
@@ -40,10 +48,12 @@ def in_threads(coalesce: Coalescer, jobs: list[tuple[list[str], dict]]):
         meters[i] = meter
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(len(jobs))]
+    with coalesce._decoding:
+        for t in threads:
+            t.start()
+        wait_until_queued(coalesce, sum(s.get("seed") is None for _, s in jobs))  # seeded calls never queue
     for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=10)
+        t.join(timeout=60)
     return results, meters, errors
 
 
@@ -106,10 +116,10 @@ def test_calls_arriving_while_a_batch_decodes_join_the_next_batch():
     later = [threading.Thread(target=coalesce, args=([name],)) for name in ("x", "y", "z")]
     for t in later:
         t.start()
-    threading.Event().wait(0.1)
+    wait_until_queued(coalesce, 3)
     release.set()
     for t in [first, *later]:
-        t.join(timeout=5)
+        t.join(timeout=60)
     assert batches[0] == ["first"]
     assert sorted(batches[1]) == ["x", "y", "z"] and len(batches) == 2
 

@@ -192,29 +192,137 @@ def test_a_zero_length_database_is_reported_not_replaced(tmp_path, fake_store):
         fake_store().count()
 
 
-def test_a_database_damaged_part_way_is_one_sentence(tmp_path, fake_store):
-    """Real pages of a real Chroma database overwritten: the next read says so instead of Chroma's InternalError."""
-    import os
+DAMAGE_SCRIPT = """
+import json, random, shutil, sqlite3, sys, traceback
+from pathlib import Path
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from causalrag.errors import DamagedStoreError
+from causalrag.tools.store import Passage, Store
+
+healthy, work, cases = Path(sys.argv[1]), Path(sys.argv[2]), json.loads(sys.argv[3])
+operations = {
+    "open": lambda store: store.exists(),
+    "count": lambda store: store.count(),
+    "read": lambda store: store.passages(),
+    "query": lambda store: store.retrieve("passage number 17", k=3),
+    "bm25": lambda store: store.retrieve("passage number 17", k=3, mode="bm25"),
+    "add": lambda store: store.add(NEW),
+    "remove": lambda store: store.remove([p.id for p in NEW]),
+}
+NEW = [Passage("New", f"a passage added later {i}") for i in range(5)]
+for name, file, where, size in cases:
+    folder = work / name
+    shutil.copytree(healthy, folder)
+    target = next(folder.glob(file))
+    if isinstance(where, str) and where.startswith("UPDATE"):  # damage inside a row, which SQLite cannot see
+        with sqlite3.connect(target) as db:
+            db.execute(where)
+        where, size = 0, 0
+    elif isinstance(where, str):  # a table's root page, wherever this build of the database put it
+        with sqlite3.connect(target.as_uri() + "?mode=ro", uri=True) as db:
+            page = db.execute("SELECT rootpage FROM sqlite_schema WHERE name = ?", (where,)).fetchone()[0]
+            where = (page - 1) * db.execute("PRAGMA page_size").fetchone()[0]
+    data = bytearray(target.read_bytes())
+    start = where if isinstance(where, int) else int(where * len(data))  # bytes, or a share of the file
+    data[start : start + size] = random.Random(name).randbytes(len(data[start : start + size]))
+    target.write_bytes(bytes(data))
+    for operation, run in operations.items():
+        store = Store("zoo", path=folder, embeddings=DeterministicFakeEmbedding(size=16))
+        try:
+            run(store)
+            said = None
+        except DamagedStoreError as exc:
+            said = str(exc)
+        except BaseException as exc:  # Chroma's Rust side panics with a BaseException
+            said = "NOT MAPPED: " + "".join(traceback.format_exception_only(exc)).strip()
+        print(json.dumps([name, operation, said]), flush=True)
+    print(json.dumps([name, "files", sorted(p.name for p in folder.rglob("*") if p.is_file())]), flush=True)
+"""
+
+# (name, file, where: a byte offset, a share of the file, a table whose root page it is or an UPDATE, bytes
+# overwritten with seeded random bytes, whether some operation must notice): a sweep over the SQLite file (table
+# by table, page by page wherever this build put them, and inside a row) and over the HNSW segment's files.
+DAMAGE = [
+    ("sqlite-schema-page", "chroma.sqlite3", 16, 4080, True),  # after the 16-byte magic (the magic: the test above)
+    *[(f"sqlite-root-of-{table}", "chroma.sqlite3", table, 4096, True) for table in (
+        "collections",  # Chroma cannot start
+        "segments",  # only SQLite's quick_check names it
+        "embeddings_queue",  # the write log: "Failed to pull logs from the log store"
+        "embeddings",  # "Failed to apply logs to the metadata segment", when adding
+        "embedding_metadata",
+        "embedding_fulltext_search_content",
+        "max_seq_id",
+    )],
+    *[(f"sqlite-page-at-{k}of8", "chroma.sqlite3", k / 8, 4096, False) for k in range(1, 8)],
+    ("sqlite-64k-at-a-third", "chroma.sqlite3", 1 / 3, 65536, False),  # the damage that first showed the traceback
+    # inside rows, where SQLite's checks see nothing: Chroma's log reader panics, or it cannot decode a value
+    *[(f"sqlite-row-{name}", "chroma.sqlite3", update, 0, True) for name, update in (
+        ("log-metadata-not-utf8", "UPDATE embeddings_queue SET metadata = CAST(X'7B22FF' AS TEXT) WHERE seq_id = "
+                                  "(SELECT max(seq_id) FROM embeddings_queue)"),
+        ("passage-id-not-utf8", "UPDATE embeddings SET embedding_id = CAST(X'FF' AS TEXT) WHERE id = 17"),
+        ("progress-not-a-number", "UPDATE max_seq_id SET seq_id = CAST(X'FF' AS BLOB)"),
+    )],
+    ("hnsw-links-level0", "*/data_level0.bin", 0.5, 4096, True),  # hnswlib would follow them and crash
+    ("hnsw-header-shape", "*/header.bin", 0, 100, True),
+    ("hnsw-header-m-and-mult", "*/header.bin", 81, 19, True),
+    ("hnsw-links-upper-levels", "*/link_lists.bin", 0.75, 4096, True),
+    ("hnsw-id-map", "*/index_metadata.pickle", 0.5, 4096, True),  # "Error deserializing pickle file"
+    ("hnsw-vectors", "*/data_level0.bin", 132, 64, False),  # the first node's vector (after its 132 bytes of links)
+]
+
+
+@pytest.fixture(scope="module")
+def healthy_store(tmp_path_factory) -> Path:
+    """A real Chroma folder of 3,000 passages (a persisted HNSW segment and a write log), built in its own process."""
     import subprocess
     import sys
 
-    from causalrag.errors import DamagedStoreError
-
+    folder = tmp_path_factory.mktemp("healthy") / "chroma"
     script = (
+        "import sys\n"
         "from langchain_core.embeddings import DeterministicFakeEmbedding\n"
         "from causalrag.tools.store import Passage, Store\n"
-        f"store = Store('zoo', path={str(tmp_path / 'chroma')!r}, embeddings=DeterministicFakeEmbedding(size=16))\n"
+        "store = Store('zoo', path=sys.argv[1], embeddings=DeterministicFakeEmbedding(size=16))\n"
         "store.add([Passage(f'T{i}', f'passage number {i} ' * 30) for i in range(3000)])\n"
     )
-    subprocess.run([sys.executable, "-c", script], check=True, timeout=300)  # its own process: no client holds the file
-    db = tmp_path / "chroma" / "chroma.sqlite3"
-    data = bytearray(db.read_bytes())
-    data[len(data) // 3 : len(data) // 3 + 65536] = os.urandom(65536)
-    db.write_bytes(bytes(data))
-    with pytest.raises(DamagedStoreError, match="SQLite says: database disk image is malformed"):
-        store = fake_store()
-        store.count()
-        store.passages()
+    subprocess.run([sys.executable, "-c", script, str(folder)], check=True, timeout=300)
+    assert list(folder.glob("*/header.bin")), "Chroma persisted no HNSW segment to damage"
+    return folder
+
+
+def test_a_damaged_store_is_one_sentence_for_every_operation(healthy_store, tmp_path):
+    """Seeded damage swept over the SQLite file and the HNSW segment: opening, counting, reading, querying and
+    adding either work or say DamagedStoreError's one sentence, never a traceback or a crash, and no file is
+    deleted. The damaged folders are opened in one child process: a crash there fails this test, not the run."""
+    import json
+    import subprocess
+    import sys
+
+    cases = [case[:4] for case in DAMAGE]
+    run = subprocess.run([sys.executable, "-c", DAMAGE_SCRIPT, str(healthy_store), str(tmp_path), json.dumps(cases)],
+                         capture_output=True, text=True, timeout=900)
+    seen: dict[str, dict[str, object]] = {}
+    for line in run.stdout.splitlines():
+        name, operation, said = json.loads(line)
+        seen.setdefault(name, {})[operation] = said
+    files = sorted(p.name for p in healthy_store.rglob("*") if p.is_file())
+    problems = []
+    for name, _, _, _, noticed in DAMAGE:
+        said = seen.get(name, {})
+        if "files" not in said:
+            died = f"exit {run.returncode} after {list(said)}"
+            problems.append(f"{name}: the process died ({died}):\n{run.stderr[-2000:]}")
+            continue
+        errors = {op: text for op, text in said.items() if op != "files" and text}
+        problems += [f"{name}, {op}: {text}"
+                     for op, text in errors.items() if text.startswith("NOT MAPPED") or "\n" in text]
+        if noticed and not errors:
+            problems.append(f"{name}: no operation noticed the damage")
+        if not set(files) <= set(said["files"]):
+            problems.append(f"{name}: files gone: {set(files) - set(said['files'])}")
+    assert problems == [], "\n".join(problems)
+    sentences = [text for ops in seen.values() for op, text in ops.items() if op != "files" and text]
+    assert sentences and all(text.endswith("(nothing was changed).") for text in sentences)
 
 
 @pytest.mark.parametrize(

@@ -282,7 +282,7 @@ class TransformersLLM(Judge):
     # ---- generation
     def _padded(self, rows: list[list[int]]) -> tuple[dict, int]:
         """``generate``'s inputs for prompt rows and the tokens they take from a head: left-padded rows, or —
-        when the rows share a head — the head from :meth:`_head` as ``past_key_values`` and the padding
+        when the rows share a head — the head from :meth:`_head` as the ``cache`` and the padding
         after it, so only the rest of each row runs (positions come from the attention mask)."""
         torch = self._torch
         h = shared_head(rows, min(map(len, rows)) - 1)
@@ -296,7 +296,8 @@ class TransformersLLM(Judge):
         pad = self.tokenizer.pad_token_id
         ids = [r[:h] + [pad] * (width - len(r)) + r[h:] for r in rows]
         mask = [[1] * h + [0] * (width - len(r)) + [1] * (len(r) - h) for r in rows]
-        return {"input_ids": torch.tensor(ids, device=self.device), "attention_mask": torch.tensor(mask, device=self.device), "past_key_values": cache}, h
+        tensor = functools.partial(torch.tensor, device=self.device)
+        return {"input_ids": tensor(ids), "attention_mask": tensor(mask), "cache": cache}, h
 
     def _generate_kwargs(self, *, max_new_tokens: int, temperature: float, stop: Sequence[str] | None) -> dict:
         kwargs: dict = {"max_new_tokens": max_new_tokens, "pad_token_id": self.tokenizer.pad_token_id}
@@ -431,7 +432,7 @@ class TransformersLLM(Judge):
         pad = self.tokenizer.pad_token_id
         input_ids = torch.tensor([r + [pad] * (width - len(r)) for r in ids], device=self.device)
         mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in ids], device=self.device)
-        past = kwargs.get("past_key_values")
+        past = kwargs.get("cache")
         if past is not None:
             offset = past.get_seq_length()
             mask = torch.cat([torch.ones(len(ids), offset, dtype=mask.dtype, device=self.device), mask], dim=1)
@@ -445,8 +446,8 @@ class TransformersLLM(Judge):
         stored head they start with is extended by the rest, and the result stored as a head."""
         n, stored = self._heads.longest(tokens)
         if n < len(tokens):
-            out = self._run([tokens[n:]], past_key_values=copy.deepcopy(stored[0]) if stored else None, use_cache=True)
-            stored = (out.past_key_values, out.last_hidden_state[:, -1:])
+            out = self._run([tokens[n:]], cache=copy.deepcopy(stored[0]) if stored else None, use_cache=True)
+            stored = (out.cache, out.last_hidden_state[:, -1:])
             self._heads.put(tokens, stored)
         return copy.deepcopy(stored[0]), stored[1]
 
@@ -461,7 +462,7 @@ class TransformersLLM(Judge):
             return self._run(rows).last_hidden_state, 0
         cache, last = self._head(rows[0][:h])
         cache.batch_repeat_interleave(len(rows))
-        hidden = self._run([r[h:] for r in rows], past_key_values=cache, use_cache=True).last_hidden_state
+        hidden = self._run([r[h:] for r in rows], cache=cache, use_cache=True).last_hidden_state
         return self._torch.cat([last.expand(len(rows), -1, -1), hidden], dim=1), h - 1
 
     def _score_rows(self, seqs: list[list[int]], starts: list[int]) -> list[list[float]]:
