@@ -39,6 +39,7 @@ from causalrag.eval.runner import EvalConfig, run_eval
 from causalrag.graphs.registry import methods as registry
 from causalrag.nodes.moi_solve import solve_position_bias, utility_ranking
 from causalrag.tools.cis import CISScorer, PriorCache
+from causalrag.tools.shortlist import Shortlist, ranking
 
 
 def load(backend: str, shortlist: bool):
@@ -51,10 +52,11 @@ def load(backend: str, shortlist: bool):
     return TransformersLLM(shortlist=shortlist)
 
 
-def switched(llm, on: bool, run):
-    """``run()`` with ``llm``'s shortlist on or off (its attribute is the switch), from an emptied cache."""
+def switched(llm, on, run):
+    """``run()`` with ``llm``'s shortlist on (``True`` or a :class:`Shortlist` to use) or off (its attribute is
+    the switch), from an emptied cache."""
     kept = llm.shortlist
-    llm.shortlist = kept if on else None
+    llm.shortlist = (kept if on is True else on) or None
     try:
         llm.clear_cache()
         return run()
@@ -122,38 +124,50 @@ class Recorder:
             delattr(llm, name)
 
 
-def record(llm, methods: list[str], conflict: int, hotpot: int) -> Recorder:
-    recorder, out = Recorder(llm), Path(tempfile.mkdtemp(prefix="causalrag-shortlist-"))
+def record(llm, methods: list[str], conflict: int, hotpot: int, out: Path) -> Recorder:
+    recorder = Recorder(llm)
     try:
         for dataset, limit in (("conflict", conflict), ("hotpotqa", hotpot)):
             for method in methods:
                 if limit:
                     config = EvalConfig(dataset=dataset, methods=[method], limit=limit, params={method: registry()[method].cpu_params}, backend="llamacpp")
-                    run_eval(config, out / f"{dataset}-{method}", llm=llm, progress=False)
+                    run_eval(config, out / f"{dataset}-{method}-full", llm=llm, progress=False)
                     print(f"  recorded {dataset} {method}: {len(recorder.calls)} calls, {len(recorder.cis)} CIS, {len(recorder.moi)} MoI ({machine()})", flush=True)
     finally:
         recorder.close(llm)
     return recorder
 
 
-def replay(llm, recorder: Recorder, k: int) -> None:
-    deltas, choices, same_choices, yes = [], 0, 0, []
-    seconds = {False: 0.0, True: 0.0}
+def sized(llm, size: int) -> Shortlist:
+    """The loaded shortlist cut to the ``size`` most probable tokens of the model's ranking (the same rows and arithmetic)."""
+    full = llm.shortlist
+    shortlist = Shortlist(ranking(llm.path.stem, lambda: None)[:size], full._rows, softcap=full.softcap, prepare=full.prepare)
+    return shortlist
 
-    def timed(on, run):
+
+def replay(llm, recorder: Recorder, k: int, sizes: list[int]) -> None:
+    """Every recorded call with the full softmax and with each shortlist size; one report per size."""
+    variants = {size: sized(llm, size) for size in sizes}
+    seconds = {size: 0.0 for size in [0, *sizes]}  # 0: the full softmax
+    deltas = {size: [] for size in sizes}
+    choices, same = 0, {size: 0 for size in sizes}
+    yes = {size: [] for size in sizes}
+
+    def timed(size, run):
         start = time.perf_counter()
-        result = switched(llm, on, run)
-        seconds[on] += time.perf_counter() - start
+        result = switched(llm, variants.get(size, False), run)
+        seconds[size] += time.perf_counter() - start
         return result
 
     for name, args, kwargs in recorder.calls:
         if name == "yes_probability":
-            off, on = (timed(s, lambda: llm.yes_probability(*args, **kwargs)) for s in (False, True))
-            yes += [abs(a - b) for a, b in zip(on, off)]
+            off = timed(0, lambda: llm.yes_probability(*args, **kwargs))
+            for size in sizes:
+                yes[size] += [abs(a - b) for a, b in zip(timed(size, lambda: llm.yes_probability(*args, **kwargs)), off)]
             continue
         if name == "logprob":
             prefixes, continuations = args[:2]
-            off, on = (timed(s, lambda: llm.token_logprobs(prefixes, continuations)) for s in (False, True))
+            runs = {size: timed(size, lambda: llm.token_logprobs(prefixes, continuations)) for size in [0, *sizes]}
         else:
             captured = []
             option_logprobs = llm.option_logprobs
@@ -164,40 +178,63 @@ def replay(llm, recorder: Recorder, k: int) -> None:
 
             llm.option_logprobs = keeping
             try:
-                results = [timed(s, lambda: llm.choose(*args, **kwargs)) for s in (False, True)]
+                results = {size: timed(size, lambda: llm.choose(*args, **kwargs)) for size in [0, *sizes]}
             finally:
                 del llm.option_logprobs
             choices += len(results[0])
-            same_choices += sum(a.best == b.best for a, b in zip(*results))
-            off, on = ([t for prompt in c for t in prompt] for c in captured)
-        deltas += [b - a for x, y in zip(off, on) for a, b in zip(x, y)]
-    cis_same, cis_top = 0, 0
+            for size in sizes:
+                same[size] += sum(a.best == b.best for a, b in zip(results[0], results[size]))
+            runs = {size: [t for prompt in c for t in prompt] for size, c in zip([0, *sizes], captured)}
+        for size in sizes:
+            deltas[size] += [b - a for x, y in zip(runs[0], runs[size]) for a, b in zip(x, y)]
+    rankings = {"CIS": {size: [0, 0] for size in sizes}, "MoI": {size: [0, 0] for size in sizes}}
     for question, docs, form, use_prior in recorder.cis:
-        ranks = []
-        for on in (False, True):
+        ranks = {}
+        for size in [0, *sizes]:
             scorer = CISScorer(llm, form=form, use_prior=use_prior, cache=PriorCache(Path(tempfile.mkdtemp()) / "prior.sqlite"))
-            scores = [s.cis for s in switched(llm, on, lambda: scorer.score(question, docs))]
-            ranks.append(sorted(range(len(scores)), key=lambda i: -scores[i]))
-        cis_same += ranks[0] == ranks[1]
-        cis_top += set(ranks[0][:k]) == set(ranks[1][:k])
-    moi_same, moi_top = 0, 0
+            scores = [s.cis for s in switched(llm, variants.get(size, False), lambda: scorer.score(question, docs))]
+            ranks[size] = sorted(range(len(scores)), key=lambda i: -scores[i])
+        for size in sizes:
+            rankings["CIS"][size][0] += ranks[0] == ranks[size]
+            rankings["CIS"][size][1] += set(ranks[0][:k]) == set(ranks[size][:k])
     for question, candidates, perms, ridge in recorder.moi:
-        ranks = []
-        for on in (False, True):
-            scores, _ = switched(llm, on, lambda: moi_nodes.saliency(llm, question, candidates, perms))
-            ranks.append(utility_ranking(solve_position_bias(perms, scores, len(candidates), ridge=ridge).utilities))
-        moi_same += ranks[0] == ranks[1]
-        moi_top += set(ranks[0][:k]) == set(ranks[1][:k])
-    magnitudes = [abs(d) for d in deltas]
-    print(f"\nscored tokens: {len(deltas)}; |Δ log p| mean {statistics.mean(magnitudes):.4f}, median {statistics.median(magnitudes):.4f}, "
-          f"p95 {sorted(magnitudes)[int(0.95 * len(magnitudes))]:.3f}, max {max(magnitudes):.3f}; Δ below -1e-3 (shortlist lower): "
-          f"{sum(d < -1e-3 for d in deltas)}")
-    print(f"choices with the same best option: {same_choices}/{choices} ({100 * same_choices / max(1, choices):.1f} %)")
-    print(f"CIS rankings: same order {cis_same}/{len(recorder.cis)}, same top {k} {cis_top}/{len(recorder.cis)}")
-    print(f"MoI rankings: same order {moi_same}/{len(recorder.moi)}, same top {k} {moi_top}/{len(recorder.moi)}")
-    print(f"yes_probability: {len(yes)} prompts, max |Δ| {max(yes, default=0):.2e}")
-    print(f"replay seconds (choose, logprob, yes_probability calls): full {seconds[False]:.1f}, shortlist {seconds[True]:.1f} "
-          f"({seconds[False] / max(seconds[True], 1e-9):.2f}x)")
+        ranks = {}
+        for size in [0, *sizes]:
+            scores, _ = switched(llm, variants.get(size, False), lambda: moi_nodes.saliency(llm, question, candidates, perms))
+            ranks[size] = utility_ranking(solve_position_bias(perms, scores, len(candidates), ridge=ridge).utilities)
+        for size in sizes:
+            rankings["MoI"][size][0] += ranks[0] == ranks[size]
+            rankings["MoI"][size][1] += set(ranks[0][:k]) == set(ranks[size][:k])
+    counts = {"CIS": len(recorder.cis), "MoI": len(recorder.moi)}
+    for size in sizes:
+        magnitudes = sorted(abs(d) for d in deltas[size])
+        print(f"\nshortlist of {size} tokens (+ each row's own): {len(magnitudes)} scored tokens; |Δ log p| mean {statistics.mean(magnitudes):.4f}, "
+              f"median {statistics.median(magnitudes):.4f}, p95 {magnitudes[int(0.95 * len(magnitudes))]:.3f}, max {magnitudes[-1]:.3f}; "
+              f"Δ below -1e-3 (shortlist lower): {sum(d < -1e-3 for d in deltas[size])}")
+        print(f"  choices with the same best option: {same[size]}/{choices} ({100 * same[size] / max(1, choices):.1f} %)")
+        for kind, (order, top) in ((kind, rankings[kind][size]) for kind in rankings):
+            print(f"  {kind} rankings: same order {order}/{counts[kind]}, same top {k} {top}/{counts[kind]}")
+        print(f"  yes_probability: {len(yes[size])} prompts, max |Δ| {max(yes[size], default=0):.2e}")
+        print(f"  replay seconds of the recorded calls: full {seconds[0]:.1f}, shortlist {seconds[size]:.1f} ({seconds[0] / max(seconds[size], 1e-9):.2f}x)")
+
+
+def answers(llm, methods: list[str], conflict: int, hotpot: int, out: Path) -> None:
+    """The same harness runs as the recording with the shortlist on (the default size), paired with it by question."""
+    for dataset, limit in (("conflict", conflict), ("hotpotqa", hotpot)):
+        for method in methods:
+            if not limit:
+                continue
+            paired = []
+            for mode in ("full", "shortlist"):
+                config = EvalConfig(dataset=dataset, methods=[method], limit=limit, params={method: registry()[method].cpu_params}, backend="llamacpp")
+                paired.append({r["question_id"]: r for r in switched(llm, mode == "shortlist", lambda: run_eval(config, out / f"{dataset}-{method}-{mode}", llm=llm, progress=False))})
+            full, short = paired
+            changed = [q for q in full if full[q]["prediction"] != short[q]["prediction"]]
+            won = sum(short[q]["acc"] > full[q]["acc"] for q in changed)
+            lost = sum(short[q]["acc"] < full[q]["acc"] for q in changed)
+            acc = [statistics.mean(r["acc"] for r in p.values()) for p in paired]
+            print(f"  answers {dataset} {method}: changed {len(changed)}/{len(full)}, won {won}, lost {lost}; Acc {acc[0]:.2f} -> {acc[1]:.2f} "
+                  + "; ".join(f"{q}: {full[q]['prediction']!r} -> {short[q]['prediction']!r}" for q in changed), flush=True)
 
 
 def main() -> None:
@@ -208,6 +245,7 @@ def main() -> None:
     parser.add_argument("--backends", default="llamacpp,transformers", help="Backends whose speed is measured.")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--top", type=int, default=3, help="k of the top-k sets compared.")
+    parser.add_argument("--sizes", default="32768,65536", help="Shortlist sizes replayed.")
     args = parser.parse_args()
     backends = [b for b in args.backends.split(",") if b != "llamacpp" or importlib.util.find_spec("llama_cpp")]
     print(f"shortlist contract; {machine()}", flush=True)
@@ -220,9 +258,11 @@ def main() -> None:
     if importlib.util.find_spec("llama_cpp") and (args.conflict or args.hotpot):
         llm = load("llamacpp", True)
         kept, llm.shortlist = llm.shortlist, None  # the recording run is the full-softmax run
-        recorder = record(llm, args.methods.split(","), args.conflict, args.hotpot)
+        out = Path(tempfile.mkdtemp(prefix="causalrag-shortlist-"))
+        recorder = record(llm, args.methods.split(","), args.conflict, args.hotpot, out)
         llm.shortlist = kept
-        replay(llm, recorder, args.top)
+        replay(llm, recorder, args.top, [int(s) for s in args.sizes.split(",")])
+        answers(llm, args.methods.split(","), args.conflict, args.hotpot, out)
     print(f"\n{machine()}")
 
 
