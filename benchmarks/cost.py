@@ -68,7 +68,9 @@ def measure(
 ) -> dict[str, dict[str, dict[str, float]]]:
     """{mode: {label: figures}}: every method in every mode, the modes of one method back to back."""
     os.environ["CAUSALRAG_HOME"] = tempfile.mkdtemp(prefix=f"causalrag-cost-{backend}-")  # p(K) cold for each backend
-    llm = llm if llm is not None else load_llm(backend=backend)
+    if llm is None:
+        os.environ["CAUSALRAG_SHORTLIST"] = "1" if "shortlist" in modes else "0"  # loaded with it; switched per mode below
+        llm = load_llm(backend=backend)
     llm.generate(["Question: What is the capital of France?\nAnswer:"], max_new_tokens=4)  # one-time warm-up, outside every figure
     kept = getattr(llm, "shortlist", None)
     rows: dict[str, dict[str, dict[str, float]]] = {mode: {} for mode in modes}

@@ -79,14 +79,14 @@ def test_q8_0_quantization_rounds_each_block_to_its_grid():
         assert float((got - part).abs().max()) <= scale  # within a step
 
 
-@pytest.mark.parametrize(("value", "wanted"), [(None, True), ("1", True), ("on", True), ("0", False), ("off", False), ("False", False)])
+@pytest.mark.parametrize(("value", "wanted"), [(None, False), ("1", True), ("on", True), ("0", False), ("off", False), ("False", False)])
 def test_the_switch_reads_causalrag_shortlist(monkeypatch, value, wanted):
     if value is None:
         monkeypatch.delenv("CAUSALRAG_SHORTLIST", raising=False)
     else:
         monkeypatch.setenv("CAUSALRAG_SHORTLIST", value)
     assert shortlist_wanted() is wanted
-    assert shortlist_wanted(False) is False  # a backend's argument wins
+    assert shortlist_wanted(False) is False and shortlist_wanted(True) is True  # a backend's argument wins
 
 
 def test_a_bad_switch_value_is_one_clear_error(monkeypatch):
@@ -107,7 +107,7 @@ PROMPTS = [
 def both_ways(llm, score):
     """``score(llm)`` with the shortlist, then with the full softmax (the same instance: the switch is its attribute)."""
     shortlist = llm.shortlist
-    assert shortlist is not None, "the shortlist is on by default"
+    assert shortlist is not None, "the fixture turns the shortlist on"
     try:
         llm.clear_cache()
         on = score(llm)
@@ -149,6 +149,8 @@ def test_the_switch_turns_the_shortlist_off(monkeypatch):
     pytest.importorskip("llama_cpp")
     from causalrag.tools.backends.llamacpp import LlamaCppLLM
 
+    monkeypatch.delenv("CAUSALRAG_SHORTLIST", raising=False)
+    assert LlamaCppLLM(n_ctx=512).shortlist is None  # off by default
     monkeypatch.setenv("CAUSALRAG_SHORTLIST", "0")
     assert LlamaCppLLM(n_ctx=512).shortlist is None
     monkeypatch.setenv("CAUSALRAG_SHORTLIST", "1")

@@ -4,9 +4,9 @@ Two compute paths serve every method (see ``docs/methods.md``):
 
 * ``generate`` — several prompts (and ``n`` samples each) as one batch;
 * ``logprob`` / ``yes_probability`` — one forward pass per batch, log-softmax only at the
-  positions that are scored; by default over a shortlist of the vocabulary (the head's rows for
-  :mod:`causalrag.tools.shortlist`'s tokens and the row's own), ``shortlist=False`` or
-  ``CAUSALRAG_SHORTLIST=0`` for the full softmax. ``yes_probability`` projects only its yes/no words.
+  positions that are scored; with ``shortlist=True`` or ``CAUSALRAG_SHORTLIST=1`` over a shortlist of the
+  vocabulary (the head's rows for :mod:`causalrag.tools.shortlist`'s tokens and the row's own), and
+  ``yes_probability`` then projects only its yes/no words.
 
 Both reuse a batch's **head** — the tokens all its rows share (the few-shot header, a question before
 many passages, a prompt before its options): the head runs once, every row continues from a copy of
@@ -188,7 +188,7 @@ class TransformersLLM(Judge):
     tokenizer's chat template when it has one (instruct models) and are used as plain completion
     text otherwise (the bundled base model). ``logprob`` scores raw text (no chat template) so a
     passage's likelihood means the same for every model. ``shortlist`` (default ``CAUSALRAG_SHORTLIST``,
-    on) normalizes scored tokens over a shortlist (:mod:`causalrag.tools.shortlist`); ``False``: full softmax.
+    off) normalizes scored tokens over a shortlist (:mod:`causalrag.tools.shortlist`); ``False``: full softmax.
     """
 
     def __init__(
