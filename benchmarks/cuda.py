@@ -37,7 +37,7 @@ def main() -> None:
 
     chosen = list(registry()) if args.methods == "all" else args.methods.split(",")
     methods = ["standard_rag", *[m for m in chosen if m != "standard_rag"]]
-    llm = TransformersLLM(device="cuda", dtype="bfloat16", batch_size=args.batch, max_batch_tokens=512 * args.batch)
+    llm = TransformersLLM(device="cuda", dtype="bfloat16", batch_size=args.batch, max_batch_tokens=512 * args.batch, shortlist=True)
     print(f"cuda: {torch.cuda.get_device_name(0)}, bf16, batch {args.batch}; {args.questions} HotpotQA questions, "
           f"{'paper defaults' if args.full else 'CPU-sized knobs'}; {machine()}", flush=True)
     started = time.perf_counter()
