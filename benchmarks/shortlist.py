@@ -80,7 +80,11 @@ def speed(backend: str, repeats: int) -> dict[str, float]:
     for label, values in times.items():
         seconds = statistics.median(values)
         out[f"{label} cand/s"], out[f"{label} ms/token"] = len(passages) / seconds, 1e3 * seconds / tokens
-    print(f"  {backend}: {tokens} scored tokens a call; seconds full {times['full']}, shortlist {times['shortlist']} ({machine()})", flush=True)
+    print(
+        f"  {backend}: {tokens} scored tokens a call; seconds full {times['full']}, "
+        f"shortlist {times['shortlist']} ({machine()})",
+        flush=True,
+    )
     return out
 
 
@@ -109,7 +113,11 @@ class Recorder:
             return debias(ctx, candidates, perms, scores)
 
         CISScorer.score, moi_nodes.saliency, moi_nodes.debias = cis_score, moi_saliency, moi_debias
-        self._restore = lambda: (setattr(CISScorer, "score", score), setattr(moi_nodes, "saliency", saliency), setattr(moi_nodes, "debias", debias))
+        self._restore = lambda: (
+            setattr(CISScorer, "score", score),
+            setattr(moi_nodes, "saliency", saliency),
+            setattr(moi_nodes, "debias", debias),
+        )
 
     def _wrap(self, name, original):
         def call(*args, **kwargs):
@@ -130,18 +138,30 @@ def record(llm, methods: list[str], conflict: int, hotpot: int, out: Path) -> Re
         for dataset, limit in (("conflict", conflict), ("hotpotqa", hotpot)):
             for method in methods:
                 if limit:
-                    config = EvalConfig(dataset=dataset, methods=[method], limit=limit, params={method: registry()[method].cpu_params}, backend="llamacpp")
+                    config = EvalConfig(
+                        dataset=dataset,
+                        methods=[method],
+                        limit=limit,
+                        params={method: registry()[method].cpu_params},
+                        backend="llamacpp",
+                    )
                     run_eval(config, out / f"{dataset}-{method}-full", llm=llm, progress=False)
-                    print(f"  recorded {dataset} {method}: {len(recorder.calls)} calls, {len(recorder.cis)} CIS, {len(recorder.moi)} MoI ({machine()})", flush=True)
+                    print(
+                        f"  recorded {dataset} {method}: {len(recorder.calls)} calls, {len(recorder.cis)} CIS, "
+                        f"{len(recorder.moi)} MoI ({machine()})",
+                        flush=True,
+                    )
     finally:
         recorder.close(llm)
     return recorder
 
 
 def sized(llm, size: int) -> Shortlist:
-    """The loaded shortlist cut to the ``size`` most probable tokens of the model's ranking (the same rows and arithmetic)."""
+    """The loaded shortlist cut to the model ranking's ``size`` most probable tokens (the same rows and arithmetic)."""
     full = llm.shortlist
-    shortlist = Shortlist(ranking(llm.path.stem, lambda: None)[:size], full._rows, softcap=full.softcap, prepare=full.prepare)
+    shortlist = Shortlist(
+        ranking(llm.path.stem, lambda: None)[:size], full._rows, softcap=full.softcap, prepare=full.prepare
+    )
     return shortlist
 
 
@@ -163,7 +183,9 @@ def replay(llm, recorder: Recorder, k: int, sizes: list[int]) -> None:
         if name == "yes_probability":
             off = timed(0, lambda: llm.yes_probability(*args, **kwargs))
             for size in sizes:
-                yes[size] += [abs(a - b) for a, b in zip(timed(size, lambda: llm.yes_probability(*args, **kwargs)), off)]
+                yes[size] += [
+                    abs(a - b) for a, b in zip(timed(size, lambda: llm.yes_probability(*args, **kwargs)), off)
+                ]
             continue
         if name == "logprob":
             prefixes, continuations = args[:2]
@@ -191,7 +213,9 @@ def replay(llm, recorder: Recorder, k: int, sizes: list[int]) -> None:
     for question, docs, form, use_prior in recorder.cis:
         ranks = {}
         for size in [0, *sizes]:
-            scorer = CISScorer(llm, form=form, use_prior=use_prior, cache=PriorCache(Path(tempfile.mkdtemp()) / "prior.sqlite"))
+            scorer = CISScorer(
+                llm, form=form, use_prior=use_prior, cache=PriorCache(Path(tempfile.mkdtemp()) / "prior.sqlite")
+            )
             scores = [s.cis for s in switched(llm, variants.get(size, False), lambda: scorer.score(question, docs))]
             ranks[size] = sorted(range(len(scores)), key=lambda i: -scores[i])
         for size in sizes:
@@ -200,7 +224,9 @@ def replay(llm, recorder: Recorder, k: int, sizes: list[int]) -> None:
     for question, candidates, perms, ridge in recorder.moi:
         ranks = {}
         for size in [0, *sizes]:
-            scores, _ = switched(llm, variants.get(size, False), lambda: moi_nodes.saliency(llm, question, candidates, perms))
+            scores, _ = switched(
+                llm, variants.get(size, False), lambda: moi_nodes.saliency(llm, question, candidates, perms)
+            )
             ranks[size] = utility_ranking(solve_position_bias(perms, scores, len(candidates), ridge=ridge).utilities)
         for size in sizes:
             rankings["MoI"][size][0] += ranks[0] == ranks[size]
@@ -208,14 +234,22 @@ def replay(llm, recorder: Recorder, k: int, sizes: list[int]) -> None:
     counts = {"CIS": len(recorder.cis), "MoI": len(recorder.moi)}
     for size in sizes:
         magnitudes = sorted(abs(d) for d in deltas[size])
-        print(f"\nshortlist of {size} tokens (+ each row's own): {len(magnitudes)} scored tokens; |Δ log p| mean {statistics.mean(magnitudes):.4f}, "
-              f"median {statistics.median(magnitudes):.4f}, p95 {magnitudes[int(0.95 * len(magnitudes))]:.3f}, max {magnitudes[-1]:.3f}; "
-              f"Δ below -1e-3 (shortlist lower): {sum(d < -1e-3 for d in deltas[size])}")
-        print(f"  choices with the same best option: {same[size]}/{choices} ({100 * same[size] / max(1, choices):.1f} %)")
+        print(
+            f"\nshortlist of {size} tokens (+ each row's own): {len(magnitudes)} scored tokens; "
+            f"|Δ log p| mean {statistics.mean(magnitudes):.4f}, median {statistics.median(magnitudes):.4f}, "
+            f"p95 {magnitudes[int(0.95 * len(magnitudes))]:.3f}, max {magnitudes[-1]:.3f}; "
+            f"Δ below -1e-3 (shortlist lower): {sum(d < -1e-3 for d in deltas[size])}"
+        )
+        print(
+            f"  choices with the same best option: {same[size]}/{choices} ({100 * same[size] / max(1, choices):.1f} %)"
+        )
         for kind, (order, top) in ((kind, rankings[kind][size]) for kind in rankings):
             print(f"  {kind} rankings: same order {order}/{counts[kind]}, same top {k} {top}/{counts[kind]}")
         print(f"  yes_probability: {len(yes[size])} prompts, max |Δ| {max(yes[size], default=0):.2e}")
-        print(f"  replay seconds of the recorded calls: full {seconds[0]:.1f}, shortlist {seconds[size]:.1f} ({seconds[0] / max(seconds[size], 1e-9):.2f}x)")
+        print(
+            f"  replay seconds of the recorded calls: full {seconds[0]:.1f}, shortlist {seconds[size]:.1f} "
+            f"({seconds[0] / max(seconds[size], 1e-9):.2f}x)"
+        )
 
 
 def answers(llm, methods: list[str], conflict: int, hotpot: int, out: Path) -> None:
@@ -226,15 +260,34 @@ def answers(llm, methods: list[str], conflict: int, hotpot: int, out: Path) -> N
                 continue
             paired = []
             for mode in ("full", "shortlist"):
-                config = EvalConfig(dataset=dataset, methods=[method], limit=limit, params={method: registry()[method].cpu_params}, backend="llamacpp")
-                paired.append({r["question_id"]: r for r in switched(llm, mode == "shortlist", lambda: run_eval(config, out / f"{dataset}-{method}-{mode}", llm=llm, progress=False))})
+                config = EvalConfig(
+                    dataset=dataset,
+                    methods=[method],
+                    limit=limit,
+                    params={method: registry()[method].cpu_params},
+                    backend="llamacpp",
+                )
+                paired.append(
+                    {
+                        r["question_id"]: r
+                        for r in switched(
+                            llm,
+                            mode == "shortlist",
+                            lambda: run_eval(config, out / f"{dataset}-{method}-{mode}", llm=llm, progress=False),
+                        )
+                    }
+                )
             full, short = paired
             changed = [q for q in full if full[q]["prediction"] != short[q]["prediction"]]
             won = sum(short[q]["acc"] > full[q]["acc"] for q in changed)
             lost = sum(short[q]["acc"] < full[q]["acc"] for q in changed)
             acc = [statistics.mean(r["acc"] for r in p.values()) for p in paired]
-            print(f"  answers {dataset} {method}: changed {len(changed)}/{len(full)}, won {won}, lost {lost}; Acc {acc[0]:.2f} -> {acc[1]:.2f} "
-                  + "; ".join(f"{q}: {full[q]['prediction']!r} -> {short[q]['prediction']!r}" for q in changed), flush=True)
+            print(
+                f"  answers {dataset} {method}: changed {len(changed)}/{len(full)}, won {won}, lost {lost}; "
+                f"Acc {acc[0]:.2f} -> {acc[1]:.2f} "
+                + "; ".join(f"{q}: {full[q]['prediction']!r} -> {short[q]['prediction']!r}" for q in changed),
+                flush=True,
+            )
 
 
 def main() -> None:
@@ -253,8 +306,12 @@ def main() -> None:
     print("\n| backend | full cand/s | shortlist cand/s | × | full ms/scored token | shortlist ms/scored token |")
     print("|---|---|---|---|---|---|")
     for b, r in rows.items():
-        print(f"| {b} | {r['full cand/s']:.2f} | {r['shortlist cand/s']:.2f} | {r['shortlist cand/s'] / r['full cand/s']:.2f} | "
-              f"{r['full ms/token']:.2f} | {r['shortlist ms/token']:.2f} |", flush=True)
+        print(
+            f"| {b} | {r['full cand/s']:.2f} | {r['shortlist cand/s']:.2f} | "
+            f"{r['shortlist cand/s'] / r['full cand/s']:.2f} | "
+            f"{r['full ms/token']:.2f} | {r['shortlist ms/token']:.2f} |",
+            flush=True,
+        )
     if importlib.util.find_spec("llama_cpp") and (args.conflict or args.hotpot):
         llm = load("llamacpp", True)
         kept, llm.shortlist = llm.shortlist, None  # the recording run is the full-softmax run

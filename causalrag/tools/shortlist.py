@@ -32,6 +32,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
+
 import numpy as np
 
 from causalrag.errors import CausalRAGError
@@ -185,14 +186,19 @@ class Shortlist:
             k = torch.arange(len(part), device=logits.device)
             in_fixed = np.isin(targets, self.fixed)
             target = torch.empty(len(part), device=logits.device)
-            target[in_fixed] = logits[k[in_fixed], torch.as_tensor(np.searchsorted(self.fixed, targets[in_fixed]), device=logits.device)]
+            target[in_fixed] = logits[
+                k[in_fixed], torch.as_tensor(np.searchsorted(self.fixed, targets[in_fixed]), device=logits.device)
+            ]
             if extra_rows is not None:
                 logits = self._project(hidden[start : start + len(part)], extra_rows)
                 reached = at[[row_index[r] for r, _ in part]] <= np.array([p for _, p in part])[:, None]
                 logits = logits.masked_fill(~torch.as_tensor(reached, device=logits.device), -torch.inf)
                 norm = torch.logaddexp(norm, torch.logsumexp(logits, dim=-1))
                 outside = ~in_fixed
-                target[outside] = logits[k[outside], torch.as_tensor([column[int(t)] for t in targets[outside]], dtype=torch.long, device=logits.device)]
+                target[outside] = logits[
+                    k[outside],
+                    torch.as_tensor([column[int(t)] for t in targets[outside]], dtype=torch.long, device=logits.device),
+                ]
             out += (target - norm).tolist()
         return out
 

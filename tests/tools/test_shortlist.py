@@ -1,4 +1,4 @@
-"""The shortlist normalizer (causalrag.tools.shortlist) on a tiny fake output layer; the real model in test_backends.py."""
+"""The shortlist normalizer (causalrag.tools.shortlist) on a tiny fake output layer, then on the real model (slow)."""
 
 from __future__ import annotations
 
@@ -79,7 +79,9 @@ def test_q8_0_quantization_rounds_each_block_to_its_grid():
         assert float((got - part).abs().max()) <= scale  # within a step
 
 
-@pytest.mark.parametrize(("value", "wanted"), [(None, False), ("1", True), ("on", True), ("0", False), ("off", False), ("False", False)])
+@pytest.mark.parametrize(
+    ("value", "wanted"), [(None, False), ("1", True), ("on", True), ("0", False), ("off", False), ("False", False)]
+)
 def test_the_switch_reads_causalrag_shortlist(monkeypatch, value, wanted):
     if value is None:
         monkeypatch.delenv("CAUSALRAG_SHORTLIST", raising=False)
@@ -97,15 +99,18 @@ def test_a_bad_switch_value_is_one_clear_error(monkeypatch):
 
 # --------------------------------------------------------------------------- the real model
 PROMPTS = [
-    ("Passage: The Eiffel Tower was completed in 1889 for the World's Fair.\nQuestion: When was it completed?\nAnswer:",
-     [" 1889", " 1925", " in 1889, for the World's Fair", " a yellow banana"]),
+    (
+        "Passage: The Eiffel Tower was completed in 1889 for the World's Fair.\n"
+        "Question: When was it completed?\nAnswer:",
+        [" 1889", " 1925", " in 1889, for the World's Fair", " a yellow banana"],
+    ),
     ("Question: Who wrote Hamlet?\nAnswer:", [" William Shakespeare", " Christopher Marlowe", " Shakespeare"]),
     ("The chemical symbol for gold is", [" Au", " Ag", " the Latin word aurum"]),
 ]
 
 
 def both_ways(llm, score):
-    """``score(llm)`` with the shortlist, then with the full softmax (the same instance: the switch is its attribute)."""
+    """``score(llm)`` with the shortlist, then with the full softmax (one instance: its attribute is the switch)."""
     shortlist = llm.shortlist
     assert shortlist is not None, "the fixture turns the shortlist on"
     try:
@@ -140,7 +145,9 @@ def test_shortlist_logprobs_stay_near_the_full_softmax_and_choose_alike(scoring_
     assert sum(deltas) / len(deltas) < 0.05
     on, off = both_ways(scoring_llm, lambda llm: llm.choose([p for p, _ in PROMPTS], [o for _, o in PROMPTS]))
     assert [c.best for c in on] == [c.best for c in off]
-    on, off = both_ways(scoring_llm, lambda llm: llm.yes_probability(["Is Paris in France? Answer:", "Is the sky green? Answer:"]))
+    on, off = both_ways(
+        scoring_llm, lambda llm: llm.yes_probability(["Is Paris in France? Answer:", "Is the sky green? Answer:"])
+    )
     assert on == pytest.approx(off, abs=1e-4)  # the normalizer cancels: exact up to arithmetic
 
 

@@ -52,7 +52,7 @@ import numpy as np
 from causalrag.errors import BackendUnavailableError, ModelNotFoundError
 from causalrag.tools.backends.base import NO_WORDS, YES_WORDS, Judge, Reduce, bundled_gguf, reduce_logprobs, regroup, truncate_at_stop
 from causalrag.tools.coalesce import Coalescer
-from causalrag.tools.shortlist import SIZE, Shortlist, derivation_rows, derive, quantize_q8_0, ranking, shortlist_wanted
+from causalrag.tools.shortlist import ENV, SIZE, Shortlist, derivation_rows, derive, quantize_q8_0, ranking, shortlist_wanted
 from causalrag.tools.usage import Usage, record
 
 Entry = tuple[int, int, Sequence[int], bool]
@@ -177,10 +177,11 @@ class LlamaCppLLM(Judge):
             from llama_cpp._ggml import libggml
 
             self._ggml = libggml
-            for name, restype in (("ggml_get_name", ctypes.c_char_p), ("ggml_nelements", ctypes.c_int64), ("ggml_backend_tensor_get", None)):
-                getattr(libggml, name).restype = restype
-            libggml.ggml_get_name.argtypes = libggml.ggml_nelements.argtypes = [ctypes.c_void_p]
-            libggml.ggml_backend_tensor_get.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t]
+            pointer, size = ctypes.c_void_p, ctypes.c_size_t
+            libggml.ggml_get_name.restype, libggml.ggml_nelements.restype = ctypes.c_char_p, ctypes.c_int64
+            libggml.ggml_backend_tensor_get.restype = None
+            libggml.ggml_get_name.argtypes = libggml.ggml_nelements.argtypes = [pointer]
+            libggml.ggml_backend_tensor_get.argtypes = [pointer, pointer, size, size]
             self._observer = llama_cpp.ggml_backend_sched_eval_callback(self._observe)  # kept alive with the context
             params.cb_eval = self._observer
         self._ctx = _internals.LlamaContext(model=self._model, params=params, verbose=False)
@@ -233,7 +234,8 @@ class LlamaCppLLM(Judge):
         matrix = tensors.get("output.weight") or tensors["token_embd.weight"]  # tied embeddings have no output.weight
         arch = str(reader.fields["general.architecture"].contents())
         cap = reader.fields.get(f"{arch}.final_logit_softcapping")
-        q8_0 = matrix.tensor_type.name in ("Q8_0", "Q4_0", "Q5_0", "Q4_1", "Q5_1", "IQ4_NL")  # their dot products quantize x to 8 bits
+        # these types' dot products quantize the activations to 8 bits in blocks of 32
+        q8_0 = matrix.tensor_type.name in ("Q8_0", "Q4_0", "Q5_0", "Q4_1", "Q5_1", "IQ4_NL")
 
         def rows(ids: np.ndarray):
             values = gguf.quants.dequantize(np.asarray(matrix.data[ids]), matrix.tensor_type)
@@ -247,14 +249,16 @@ class LlamaCppLLM(Judge):
         try:
             self._fill(probe, [[len(probe[0]) - 1]], lambda h, _: hidden.append(h), reuse=False, hidden=True)
         except RuntimeError as exc:
-            log.warning("llama.cpp gave no final hidden state for %s (%s): scored tokens use the full softmax.", self.name, exc)
+            log.warning("llama.cpp gave no final hidden state for %s (%s): the full softmax it is.", self.name, exc)
             return None
         finally:
             self.clear_cache()
-        shortlist = Shortlist(fixed, rows, softcap=float(cap.contents()) if cap else None, prepare=quantize_q8_0 if q8_0 else None)
+        softcap = float(cap.contents()) if cap else None
+        shortlist = Shortlist(fixed, rows, softcap=softcap, prepare=quantize_q8_0 if q8_0 else None)
         error = float(np.abs(shortlist.logits(hidden[0][None], fixed)[0] - full[0][fixed]).max())
         if error > 0.05:
-            log.warning("Logits from %s's hidden states differ from llama.cpp's by %.3f: scored tokens use the full softmax.", self.name, error)
+            message = "%s: logits from hidden states miss llama.cpp's by %.3f: the full softmax it is."
+            log.warning(message, self.name, error)
             return None
         return shortlist
 
@@ -315,7 +319,12 @@ class LlamaCppLLM(Judge):
 
     # ---- the llama.cpp batch
     def _decode(
-        self, entries: Sequence[Entry], use: Callable[[int, np.ndarray], None] | None = None, *, keep: Sequence[int] = (), hidden: bool = False
+        self,
+        entries: Sequence[Entry],
+        use: Callable[[int, np.ndarray], None] | None = None,
+        *,
+        keep: Sequence[int] = (),
+        hidden: bool = False,
     ) -> None:
         """Decode ``entries`` in order, in calls of at most ``n_batch`` tokens and ``max_outputs`` logit rows.
 
@@ -352,7 +361,8 @@ class LlamaCppLLM(Judge):
                 raise RuntimeError(f"llama.cpp could not decode a batch (code {code}): {reason}.")
             record(self.usage, Usage(forward_passes=1))
             if hidden and outputs and (captured is None or len(captured) != outputs):
-                raise RuntimeError(f"llama.cpp gave {0 if captured is None else len(captured)} hidden states for {outputs} outputs: set CAUSALRAG_SHORTLIST=0.")
+                got = 0 if captured is None else len(captured)
+                raise RuntimeError(f"llama.cpp gave {got} hidden states for {outputs} outputs: unset {ENV}.")
             if use is not None:
                 j = 0
                 for i in range(n):
@@ -361,7 +371,8 @@ class LlamaCppLLM(Judge):
                             use(start + i, captured[j])
                             j += 1
                         else:
-                            use(start + i, np.ctypeslib.as_array(lib.llama_get_logits_ith(self._ctx.ctx, i), shape=(self.n_vocab,)))
+                            row = lib.llama_get_logits_ith(self._ctx.ctx, i)
+                            use(start + i, np.ctypeslib.as_array(row, shape=(self.n_vocab,)))
             start += n
 
     def clear_cache(self) -> None:
@@ -685,7 +696,8 @@ class LlamaCppLLM(Judge):
         with self._lock:
             for group in self._rounds(range(len(encoded)), encoded.__getitem__, rows=max(1, self.n_seq // 2)):
                 try:
-                    self._fill([encoded[i] for i in group], [[len(encoded[i]) - 1] for i in group], share, hidden=self.shortlist is not None)
+                    last = [[len(encoded[i]) - 1] for i in group]
+                    self._fill([encoded[i] for i in group], last, share, hidden=self.shortlist is not None)
                 except BaseException:
                     self.clear_cache()
                     raise

@@ -509,7 +509,8 @@ class TransformersLLM(Judge):
         if self.shortlist is not None:
             lps = self.shortlist.logprobs(hidden[rows, cols], seqs, where)
         else:
-            lps = self._token_logprobs(hidden[rows, cols], self._torch.tensor([seqs[r][p] for r, p in where], device=self.device))
+            targets = self._torch.tensor([seqs[r][p] for r, p in where], device=self.device)
+            lps = self._token_logprobs(hidden[rows, cols], targets)
         out, k = [], 0
         for seq, start in zip(seqs, starts):
             out.append(lps[k : k + len(seq) - start])
@@ -585,7 +586,8 @@ class TransformersLLM(Judge):
                     p = torch.softmax(self._logits(last), dim=-1)
                     yes, no = p[:, self._yes_ids].sum(-1), p[:, self._no_ids].sum(-1)
                 else:  # the normalizer cancels in the share: project the yes/no words only
-                    p = torch.softmax(torch.as_tensor(self.shortlist.logits(last, self._yes_ids + self._no_ids)), dim=-1)
+                    logits = self.shortlist.logits(last, self._yes_ids + self._no_ids)
+                    p = torch.softmax(torch.as_tensor(logits), dim=-1)
                     yes, no = p[:, : len(self._yes_ids)].sum(-1), p[:, len(self._yes_ids) :].sum(-1)
                 share = (yes / (yes + no).clamp_min(1e-12)).tolist()
             for i, s in zip(batch, share):
