@@ -57,6 +57,13 @@ def runs(methods: list[str]) -> list[tuple[str, str]]:
     return [(m, label) for m in methods for label in ([m, "cis (p(K) warm)"] if m == "cis" else [m])]
 
 
+def prior_home(homes: dict[str, str], label: str, mode: str) -> None:
+    """A fresh ``CAUSALRAG_HOME`` (empty p(K) cache) for each mode's cold CIS run; the warm run reuses its mode's."""
+    if label == "cis" or mode not in homes:
+        homes[mode] = tempfile.mkdtemp(prefix=f"causalrag-cost-{mode}-")
+    os.environ["CAUSALRAG_HOME"] = homes[mode]
+
+
 def switch(llm, mode: str, kept) -> None:
     """Scored tokens over the full vocabulary or the shortlist (the backend's ``shortlist`` attribute is the switch)."""
     if hasattr(llm, "shortlist"):
@@ -74,10 +81,10 @@ def measure(
     llm.generate(["Question: What is the capital of France?\nAnswer:"], max_new_tokens=4)  # one-time warm-up, outside every figure
     kept = getattr(llm, "shortlist", None)
     rows: dict[str, dict[str, dict[str, float]]] = {mode: {} for mode in modes}
+    homes: dict[str, str] = {}
     for method, label in runs(methods):
         for mode in modes:
-            if label == "cis":
-                os.environ["CAUSALRAG_HOME"] = tempfile.mkdtemp(prefix=f"causalrag-cost-{backend}-{mode}-")  # p(K) cold again
+            prior_home(homes, label, mode)
             switch(llm, mode, kept)
             if hasattr(llm, "clear_cache"):
                 llm.clear_cache()

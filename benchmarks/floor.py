@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import os
 import statistics
 import tempfile
 import time
@@ -37,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cost import MODES, machine, runs, switch  # importing cost.py first gives the run a fresh CAUSALRAG_HOME
+from cost import MODES, machine, prior_home, runs, switch  # importing cost.py first gives the run a fresh CAUSALRAG_HOME
 
 from causalrag.corpus import hotpotqa_questions
 from causalrag.eval.runner import EvalConfig, run_eval
@@ -139,11 +138,11 @@ def measure(llm: LlamaCppLLM, methods: list[str], questions: int, modes: tuple[s
     kept = llm.shortlist
     counter, out = Counted(llm), Path(tempfile.mkdtemp(prefix="causalrag-floor-"))
     rows: dict[str, dict[str, dict[str, float]]] = {mode: {} for mode in modes}
+    homes: dict[str, str] = {}
     print(f"  runs (answers per question) in {out}", flush=True)
     for method, label in runs(methods):
         for mode in modes:
-            if label == "cis":
-                os.environ["CAUSALRAG_HOME"] = tempfile.mkdtemp(prefix=f"causalrag-floor-{mode}-")  # p(K) cold in each mode
+            prior_home(homes, label, mode)
             switch(llm, mode, kept)
             llm.clear_cache()
             before = counter.totals()
