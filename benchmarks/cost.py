@@ -12,7 +12,13 @@ cache is per model name, so one backend's priors would serve the other's): CIS's
 once; CIS then runs again over the same questions with the cache warm (a collection queried before).
 ``CAUSALRAG_DTYPE=bfloat16`` measures the transformers half with bf16 weights.
 
-Usage: ``python benchmarks/cost.py [--questions 5] [--methods all] [--backends transformers,llamacpp] [--full]``
+Each method runs with scored tokens normalized over the full vocabulary ("full", before issue 32) and over
+the shortlist (``causalrag.tools.shortlist``, "shortlist"), back to back on the same loaded model, and the
+table gives both as multiples of the same run's ``standard_rag`` (``--shortlist full`` or ``shortlist``: one).
+CIS's p(K) cache is emptied before each cold run, so both cold runs compute every prior.
+
+Usage: ``python benchmarks/cost.py [--questions 5] [--methods all] [--backends transformers,llamacpp] [--full]
+[--shortlist full,shortlist]``
 """
 
 from __future__ import annotations
@@ -42,42 +48,80 @@ def machine() -> str:
     return f"commit {commit or '?'}; {len(os.sched_getaffinity(0))} cores; load average {load}"
 
 
-def measure(backend: str, methods: list[str], questions: int, full: bool, out: Path) -> dict[str, dict[str, float]]:
+MODES = ("full", "shortlist")
+
+
+def runs(methods: list[str]) -> list[tuple[str, str]]:
+    """(method, label) in order: CIS again with its p(K) cache warm (the steady state of a collection that
+    has been queried before: only log p(K|Q) is computed per question) right after its cold run."""
+    return [(m, label) for m in methods for label in ([m, "cis (p(K) warm)"] if m == "cis" else [m])]
+
+
+def prior_home(homes: dict[str, str], label: str, mode: str) -> None:
+    """A fresh ``CAUSALRAG_HOME`` (empty p(K) cache) for each mode's cold CIS run; the warm run reuses its mode's."""
+    if label == "cis" or mode not in homes:
+        homes[mode] = tempfile.mkdtemp(prefix=f"causalrag-cost-{mode}-")
+    os.environ["CAUSALRAG_HOME"] = homes[mode]
+
+
+def switch(llm, mode: str, kept) -> None:
+    """Scored tokens over the full vocabulary or the shortlist (the backend's ``shortlist`` attribute is the switch)."""
+    if hasattr(llm, "shortlist"):
+        llm.shortlist = kept if mode == "shortlist" else None
+
+
+def measure(
+    backend: str, methods: list[str], questions: int, full: bool, out: Path, modes: tuple[str, ...] = MODES, llm=None
+) -> dict[str, dict[str, dict[str, float]]]:
+    """{mode: {label: figures}}: every method in every mode, the modes of one method back to back."""
     os.environ["CAUSALRAG_HOME"] = tempfile.mkdtemp(prefix=f"causalrag-cost-{backend}-")  # p(K) cold for each backend
-    llm = load_llm(backend=backend)
+    if llm is None:
+        os.environ["CAUSALRAG_SHORTLIST"] = "1" if "shortlist" in modes else "0"  # loaded with it; switched per mode below
+        llm = load_llm(backend=backend)
     llm.generate(["Question: What is the capital of France?\nAnswer:"], max_new_tokens=4)  # one-time warm-up, outside every figure
-    rows: dict[str, dict[str, float]] = {}
-    # CIS runs twice: with its p(K) cache cold (every prior computed) and then warm (the steady state
-    # of a collection that has been queried before: only log p(K|Q) is computed per question)
-    runs = [(m, m) for m in methods] + ([("cis", "cis (p(K) warm)")] if "cis" in methods else [])
-    for method, label in runs:
-        if hasattr(llm, "clear_cache"):
-            llm.clear_cache()
-        params = {} if full else {method: registry()[method].cpu_params}
-        config = EvalConfig(dataset="hotpotqa", methods=[method], limit=questions, params=params, backend=backend)
-        folder = out / f"{backend}-{label.split()[0]}{'-warm' if label != method else ''}"
-        results = run_eval(config, folder, llm=llm, progress=False)
-        rows[label] = {c: statistics.mean(r["wall_seconds" if c == "seconds" else c] for r in results) for c in COLUMNS}
-        rows[label] |= {m: statistics.mean(r[m] for r in results) for m in ("em", "f1", "acc")}
-        rows[label]["errors"] = sum(bool(r["error"]) for r in results)
-        print(f"  {backend} {label}: {rows[label]['seconds']:.2f} s/question ({machine()})", flush=True)
+    kept = getattr(llm, "shortlist", None)
+    rows: dict[str, dict[str, dict[str, float]]] = {mode: {} for mode in modes}
+    homes: dict[str, str] = {}
+    for method, label in runs(methods):
+        for mode in modes:
+            prior_home(homes, label, mode)
+            switch(llm, mode, kept)
+            if hasattr(llm, "clear_cache"):
+                llm.clear_cache()
+            params = {} if full else {method: registry()[method].cpu_params}
+            config = EvalConfig(dataset="hotpotqa", methods=[method], limit=questions, params=params, backend=backend)
+            folder = out / f"{backend}-{mode}-{label.split()[0]}{'-warm' if label != method else ''}"
+            results = run_eval(config, folder, llm=llm, progress=False)
+            row = rows[mode][label] = {c: statistics.mean(r["wall_seconds" if c == "seconds" else c] for r in results) for c in COLUMNS}
+            row |= {m: statistics.mean(r[m] for r in results) for m in ("em", "f1", "acc")}
+            row["errors"] = sum(bool(r["error"]) for r in results)
+            row["answers"] = [r["prediction"] for r in results]
+            print(f"  {backend} {mode} {label}: {row['seconds']:.2f} s/question ({machine()})", flush=True)
+    switch(llm, "shortlist", kept)
     return rows
 
 
-def table(backend: str, rows: dict[str, dict[str, float]]) -> str:
-    base = rows.get("standard_rag")
+def table(backend: str, rows: dict[str, dict[str, dict[str, float]]]) -> str:
+    """One line per method: each mode's seconds and multiple of that mode's standard_rag, then the first mode's
+    calls and tokens, each mode's EM / F1 / Acc, errors, and (two modes) the answers that differ."""
+    modes, first = list(rows), next(iter(rows.values()))
+    both = " / ".join(modes)
     lines = [
         f"\n{backend}",
-        "| method | s/q | × std s | calls/q | × std calls | prompt tok/q | new tok/q | EM | F1 | Acc | errors |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| method |" + "".join(f" {m} s/q | {m} × std |" for m in modes)
+        + f" calls/q | prompt tok/q | new tok/q | EM ({both}) | F1 | Acc | errors | answers changed |",
+        "|---|" + "---|---|" * len(modes) + "---|" * 8,
     ]
-    for method, r in rows.items():
-        ratio = f"{r['seconds'] / base['seconds']:.2f}" if base else "–"
-        calls = f"{r['llm_calls'] / base['llm_calls']:.1f}" if base else "–"
-        lines.append(
-            f"| {method} | {r['seconds']:.2f} | {ratio} | {r['llm_calls']:.1f} | {calls} | {r['prompt_tokens']:.0f} | "
-            f"{r['new_tokens']:.0f} | {r['em']:.2f} | {r['f1']:.2f} | {r['acc']:.2f} | {r['errors']:.0f} |"
-        )
+    for label, r in first.items():
+        times = ""
+        for m in modes:
+            base = rows[m].get("standard_rag")
+            times += f" {rows[m][label]['seconds']:.2f} | {rows[m][label]['seconds'] / base['seconds']:.2f} |" if base else f" {rows[m][label]['seconds']:.2f} | – |"
+        scores = " | ".join(" / ".join(f"{rows[m][label][k]:.2f}" for m in modes) for k in ("em", "f1", "acc"))
+        answers = [rows[m][label]["answers"] for m in modes]
+        changed = sum(a != b for a, b in zip(answers[0], answers[-1]))
+        errors = sum(rows[m][label]["errors"] for m in modes)
+        lines.append(f"| {label} |{times} {r['llm_calls']:.1f} | {r['prompt_tokens']:.0f} | {r['new_tokens']:.0f} | {scores} | {errors:.0f} | {changed} |")
     return "\n".join(lines)
 
 
@@ -87,7 +131,9 @@ def main() -> None:
     parser.add_argument("--methods", default="all", help="Comma-separated; standard_rag is always measured (the ratios' base).")
     parser.add_argument("--backends", default="transformers,llamacpp")
     parser.add_argument("--full", action="store_true", help="The papers' defaults instead of the demo's CPU-sized knobs.")
+    parser.add_argument("--shortlist", default="full,shortlist", help="Scored tokens over the full vocabulary, the shortlist, or both.")
     args = parser.parse_args()
+    modes = tuple(m for m in MODES if m in args.shortlist.split(","))
     chosen = list(registry()) if args.methods == "all" else args.methods.split(",")
     methods = ["standard_rag", *[m for m in chosen if m != "standard_rag"]]
     backends = [b for b in args.backends.split(",") if b != "llamacpp" or importlib.util.find_spec("llama_cpp")]
@@ -95,14 +141,15 @@ def main() -> None:
     print(f"cost per question: {args.questions} HotpotQA questions, distractor setting, "
           f"{'paper defaults' if args.full else 'CPU-sized knobs'}; transformers weights: CAUSALRAG_DTYPE={settings().dtype}; {machine()}", flush=True)
     out = Path(tempfile.mkdtemp(prefix="causalrag-cost-runs-"))
-    results = {b: measure(b, methods, args.questions, args.full, out) for b in backends}
+    results = {b: measure(b, methods, args.questions, args.full, out, modes) for b in backends}
     for backend, rows in results.items():
         print(table(backend, rows))
-    if len(results) > 1 and all("standard_rag" in r for r in results.values()):
+    if len(results) > 1:
         first, *others = backends
         for other in others:
-            speedups = ", ".join(f"{m} {results[first][m]['seconds'] / results[other][m]['seconds']:.1f}×" for m in results[first])
-            print(f"\n{other} vs {first}, time per question: {speedups}")
+            for mode in modes:
+                speedups = ", ".join(f"{m} {results[first][mode][m]['seconds'] / results[other][mode][m]['seconds']:.1f}×" for m in results[first][mode])
+                print(f"\n{other} vs {first} ({mode}), time per question: {speedups}")
     print(f"\ntotal {time.perf_counter() - started:.0f} s; {machine()}")
 
 

@@ -15,7 +15,14 @@ time at the unit costs, ``a·cells + b·rows + c·calls``, beside the measured t
 method is its work done at the machine's rate; the ratio of two such times is the ratio that work
 implies, which no scheduling of the same work can beat — only fewer cells, rows or calls can.
 
-Usage: ``python benchmarks/floor.py [--questions 3] [--methods all]``
+With the scored-token shortlist (issue 32; ``causalrag.tools.shortlist``) a scored row costs ``b_s`` instead
+of ``b``: llama.cpp stops before its output projection (the row's hidden state, minus the first run, per
+extra row) plus the shortlist's projection and normalizer in torch, per row. Every method runs with the
+full softmax ("full", before) and with the shortlist ("shortlist", after), back to back on one loaded model;
+the table gives time and work of both as multiples of the same mode's ``standard_rag``. The shortlist's
+projection runs outside ``_decode``: it is its own column, and part of "outside".
+
+Usage: ``python benchmarks/floor.py [--questions 3] [--methods all] [--shortlist full,shortlist]``
 """
 
 from __future__ import annotations
@@ -26,11 +33,12 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 from _needs import need
 
 need("llamacpp", "llama_cpp")
 
-from cost import machine  # noqa: E402  (importing cost.py first gives the run a fresh CAUSALRAG_HOME)
+from cost import MODES, machine, prior_home, runs, switch  # noqa: E402  (importing cost.py first gives the run a fresh CAUSALRAG_HOME)
 
 from causalrag.corpus import hotpotqa_questions  # noqa: E402
 from causalrag.eval.runner import EvalConfig, run_eval  # noqa: E402
@@ -69,44 +77,85 @@ def unit_costs(llm: LlamaCppLLM, repeats: int = 5) -> dict[str, float]:
 
     c = median_seconds(step, 4 * repeats) - a - b
     llm.clear_cache()
-    return {"a": a, "b": b, "c": c}
+    costs = {"a": a, "b": b, "c": c}
+    if llm.shortlist is not None:
+        states: list[np.ndarray] = []
+
+        def hidden(wanted: int) -> None:
+            states.clear()
+            llm.clear_cache()
+            llm._decode([(t, p, (0,), p >= n - wanted) for p, t in enumerate(tokens)], lambda k, h: states.append(h), hidden=True)
+
+        decoded = (median_seconds(lambda: hidden(rows), repeats) - median_seconds(lambda: hidden(1), repeats)) / (rows - 1)
+        hidden(rows)
+        where = [(0, p + 1) for p in range(n - rows, n)]
+        projected = median_seconds(lambda: llm.shortlist.logprobs(np.stack(states), [tokens + [tokens[0]]], where), repeats) / rows
+        costs |= {"b_s": decoded + projected, "b_s_decode": decoded, "b_s_projection": projected}
+        llm.clear_cache()
+    return costs
 
 
 class Counted:
-    """Counts the cells, logit rows and decode calls of everything ``llm._decode`` runs, and its seconds
-    (llama.cpp's decoding plus reading the logits it returns)."""
+    """Counts the cells, logit rows (full, and hidden-state rows for the shortlist) and decode calls of everything
+    ``llm._decode`` runs, its seconds (llama.cpp's decoding plus reading what it returns), and the seconds of the
+    shortlist's projections."""
 
     def __init__(self, llm: LlamaCppLLM) -> None:
-        self.cells = self.rows = 0
-        self.seconds = 0.0
+        self.cells = self.rows = self.hidden_rows = 0
+        self.seconds = self.projecting = 0.0
         self.llm, self._decode = llm, llm._decode
         llm._decode = self
+        if llm.shortlist is not None:
+            project = llm.shortlist.logprobs
 
-    def __call__(self, entries, use=None, *, keep=()):
+            def timed(*args, **kwargs):
+                start = time.perf_counter()
+                try:
+                    return project(*args, **kwargs)
+                finally:
+                    self.projecting += time.perf_counter() - start
+
+            llm.shortlist.logprobs = timed
+
+    def __call__(self, entries, use=None, *, keep=(), hidden=False):
         self.cells += len(entries)
-        self.rows += sum(bool(e[3]) for e in entries)
+        wanted = sum(bool(e[3]) for e in entries)
+        self.rows += 0 if hidden else wanted
+        self.hidden_rows += wanted if hidden else 0
         start = time.perf_counter()
         try:
-            return self._decode(entries, use, keep=keep)
+            return self._decode(entries, use, keep=keep, hidden=hidden)
         finally:
             self.seconds += time.perf_counter() - start
 
     def totals(self) -> tuple[float, ...]:
-        return self.cells, self.rows, self.llm.usage.forward_passes, self.seconds
+        return self.cells, self.rows, self.hidden_rows, self.llm.usage.forward_passes, self.seconds, self.projecting
 
 
-def measure(llm: LlamaCppLLM, methods: list[str], questions: int) -> dict[str, dict[str, float]]:
-    counter, out, rows = Counted(llm), Path(tempfile.mkdtemp(prefix="causalrag-floor-")), {}
+FIGURES = ("cells", "rows", "hidden_rows", "calls", "decoding", "projecting")
+
+
+def measure(llm: LlamaCppLLM, methods: list[str], questions: int, modes: tuple[str, ...]) -> dict[str, dict[str, dict[str, float]]]:
+    """{mode: {label: per-question figures}}; the modes of one method back to back (cost.py's order)."""
+    kept = llm.shortlist
+    counter, out = Counted(llm), Path(tempfile.mkdtemp(prefix="causalrag-floor-"))
+    rows: dict[str, dict[str, dict[str, float]]] = {mode: {} for mode in modes}
+    homes: dict[str, str] = {}
     print(f"  runs (answers per question) in {out}", flush=True)
-    # CIS runs again with its p(K) cache warm, as in cost.py (only log p(K|Q) is computed per question)
-    for method, label in [(m, m) for m in methods] + ([("cis", "cis (p(K) warm)")] if "cis" in methods else []):
-        llm.clear_cache()
-        before = counter.totals()
-        config = EvalConfig(dataset="hotpotqa", methods=[method], limit=questions, params={method: registry()[method].cpu_params}, backend="llamacpp")
-        seconds = sum(r["wall_seconds"] for r in run_eval(config, out / (method if label == method else f"{method}-warm"), llm=llm, progress=False))
-        counts = (now - then for now, then in zip(counter.totals(), before))
-        rows[label] = {"seconds": seconds / questions} | {k: v / questions for k, v in zip(("cells", "rows", "calls", "decoding"), counts)}
-        print(f"  {label}: {rows[label]['seconds']:.2f} s/question ({machine()})", flush=True)
+    for method, label in runs(methods):
+        for mode in modes:
+            prior_home(homes, label, mode)
+            switch(llm, mode, kept)
+            llm.clear_cache()
+            before = counter.totals()
+            config = EvalConfig(dataset="hotpotqa", methods=[method], limit=questions, params={method: registry()[method].cpu_params}, backend="llamacpp")
+            results = run_eval(config, out / f"{mode}-{method}{'' if label == method else '-warm'}", llm=llm, progress=False)
+            counts = (now - then for now, then in zip(counter.totals(), before))
+            row = rows[mode][label] = {"seconds": sum(r["wall_seconds"] for r in results) / questions}
+            row |= {k: v / questions for k, v in zip(FIGURES, counts)}
+            row["answers"] = [r["prediction"] for r in results]
+            print(f"  {mode} {label}: {row['seconds']:.2f} s/question ({machine()})", flush=True)
+    switch(llm, "shortlist", kept)
     return rows
 
 
@@ -114,25 +163,35 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--questions", type=int, default=3)
     parser.add_argument("--methods", default="all", help="Comma-separated; standard_rag is always measured (the ratios' base).")
+    parser.add_argument("--shortlist", default="full,shortlist", help="Scored tokens over the full vocabulary, the shortlist, or both.")
     args = parser.parse_args()
+    modes = tuple(m for m in MODES if m in args.shortlist.split(","))
     chosen = list(registry()) if args.methods == "all" else args.methods.split(",")
     methods = ["standard_rag", *[m for m in chosen if m != "standard_rag"]]
     print(f"floor: {args.questions} HotpotQA questions, CPU-sized knobs, llama.cpp; {machine()}", flush=True)
-    llm = LlamaCppLLM()
+    llm = LlamaCppLLM(shortlist="shortlist" in modes)
     llm.generate(["Question: What is the capital of France?\nAnswer:"], max_new_tokens=4)  # warm-up
     unit = unit_costs(llm)
     print(f"unit costs: a = {unit['a'] * 1e3:.2f} ms a prompt token, b = {unit['b'] * 1e3:.2f} ms a logit row, "
           f"c = {unit['c'] * 1e3:.2f} ms a decode call", flush=True)
-    rows = measure(llm, methods, args.questions)
-    for r in rows.values():
-        r["work"] = unit["a"] * r["cells"] + unit["b"] * r["rows"] + unit["c"] * r["calls"]
-    base = rows["standard_rag"]
-    print("\n| method | s/q | × std | in llama.cpp s/q | outside s/q | cells/q | logit rows/q | decode calls/q | a·cells | b·rows | c·calls | work s/q | work × std |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for method, r in rows.items():
-        print(f"| {method} | {r['seconds']:.2f} | {r['seconds'] / base['seconds']:.2f} | {r['decoding']:.2f} | {r['seconds'] - r['decoding']:.2f} | "
-              f"{r['cells']:.0f} | {r['rows']:.0f} | {r['calls']:.0f} | {unit['a'] * r['cells']:.2f} | {unit['b'] * r['rows']:.2f} | "
-              f"{unit['c'] * r['calls']:.2f} | {r['work']:.2f} | {r['work'] / base['work']:.2f} |")
+    if "b_s" in unit:
+        print(f"shortlist: b_s = {unit['b_s'] * 1e3:.2f} ms a scored row ({unit['b_s_decode'] * 1e3:.2f} in llama.cpp, "
+              f"{unit['b_s_projection'] * 1e3:.2f} projecting {len(llm.shortlist)} + the row's tokens)", flush=True)
+    rows = measure(llm, methods, args.questions, modes)
+    for mode_rows in rows.values():
+        for r in mode_rows.values():
+            r["work"] = unit["a"] * r["cells"] + unit["b"] * r["rows"] + unit.get("b_s", 0.0) * r["hidden_rows"] + unit["c"] * r["calls"]
+    print("\n| method | mode | s/q | × std | in llama.cpp s/q | projection s/q | outside s/q | cells/q | logit rows/q | "
+          "shortlist rows/q | decode calls/q | work s/q | work × std | answers changed |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    first = rows[modes[0]]
+    for label in first:
+        for mode in modes:
+            r, base = rows[mode][label], rows[mode]["standard_rag"]
+            changed = sum(a != b for a, b in zip(first[label]["answers"], r["answers"]))
+            print(f"| {label} | {mode} | {r['seconds']:.2f} | {r['seconds'] / base['seconds']:.2f} | {r['decoding']:.2f} | {r['projecting']:.2f} | "
+                  f"{r['seconds'] - r['decoding']:.2f} | {r['cells']:.0f} | {r['rows']:.0f} | {r['hidden_rows']:.0f} | {r['calls']:.0f} | "
+                  f"{r['work']:.2f} | {r['work'] / base['work']:.2f} | {changed if mode != modes[0] else '–'} |")
     print(f"\n{machine()}")
 
 

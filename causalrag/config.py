@@ -14,6 +14,7 @@
 | CAUSALRAG_CHROMA_HEADERS | JSON object of extra HTTP headers, e.g. ``{"x-chroma-token": "..."}`` (Chroma Cloud) | none |
 | CAUSALRAG_CHECKPOINT_URL | ``postgresql://...``: graph checkpoints (``--thread``) in PostgreSQL, not SQLite | ``$CAUSALRAG_HOME/checkpoints.sqlite`` |
 | CAUSALRAG_BACKEND   | LLM backend: ``auto``, ``transformers``, ``llamacpp`` or ``openai``  | ``auto``                 |
+| CAUSALRAG_SHORTLIST | ``1``: scored tokens normalized over a shortlist (``causalrag.tools.shortlist``)  | ``0``: full softmax |
 | CAUSALRAG_OPENAI_URL| base URL of an OpenAI-compatible server (vLLM, llama-cpp-python)     | none                     |
 | CAUSALRAG_OPENAI_MODEL | model name on that server                                         | the server's first model |
 | CAUSALRAG_OPENAI_API| ``chat`` (chat/completions) or ``completions`` (plain text) for generation | ``chat``          |

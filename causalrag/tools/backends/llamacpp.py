@@ -16,9 +16,15 @@ sequence at a time and computes logits either for the last token or for every to
 * **batched generation** — up to ``parallel`` rows (prompts × samples) decode together, one token
   per row per ``llama_decode`` call;
 * **scoring** — ``logprob`` / ``choose`` run each continuation as a parallel sequence after its
-  (shared) head, asking llama.cpp for logits only at the positions scored (never ``logits_all``:
+  (shared) head, asking llama.cpp for outputs only at the positions scored (never ``logits_all``:
   the bundled model's vocabulary has 262k entries, 1 MB of logits a token); ``yes_probability``
-  reads the next-token logits after each prompt, all prompts in one batch.
+  reads the next-token outputs after each prompt, all prompts in one batch;
+* **a shortlist for scored tokens** (:mod:`causalrag.tools.shortlist`; off unless ``shortlist=True`` or
+  ``CAUSALRAG_SHORTLIST=1``) — at a scored position llama.cpp stops before its output projection: a
+  graph callback copies the final hidden state (``result_norm``) and ends the graph there, and the
+  log-prob is projected in torch on the output matrix's rows for the shortlist and the row's own
+  tokens only (read from the GGUF; for a Q8_0 matrix the hidden state is quantized as llama.cpp's dot
+  product does, which reproduces its logits to ~1e-5). Generation still computes every logit.
 
 llama.cpp's kernels are not batch-invariant: the same tokens decoded in batches of other sizes
 (a cached prefix, more continuations) move a token's log-prob by up to ~0.5 nats, and so does where
@@ -46,6 +52,7 @@ import numpy as np
 from causalrag.errors import BackendUnavailableError, ModelNotFoundError
 from causalrag.tools.backends.base import NO_WORDS, YES_WORDS, Judge, Reduce, bundled_gguf, reduce_logprobs, regroup, truncate_at_stop
 from causalrag.tools.coalesce import Coalescer
+from causalrag.tools.shortlist import ENV, SIZE, Shortlist, derivation_rows, derive, quantize_q8_0, ranking, shortlist_wanted
 from causalrag.tools.usage import Usage, record
 
 Entry = tuple[int, int, Sequence[int], bool]
@@ -124,7 +131,9 @@ class LlamaCppLLM(Judge):
     ``n_ctx`` is the unified KV cache shared by all sequences (rows are grouped so a round fits),
     ``n_seq`` the sequences of the cache (a round uses at most half of them, so the rest can serve as
     cached prefixes), ``parallel`` the rows generated together, ``max_outputs`` the logit rows one
-    decode call may return (bounds memory: 1 MB each here).
+    decode call may return (bounds memory: 1 MB each here). ``shortlist`` (default: ``CAUSALRAG_SHORTLIST``,
+    off) scores tokens with the normalizer over a shortlist (:mod:`causalrag.tools.shortlist`); off, every
+    scored token gets its full softmax. On, a graph callback runs for every node of every decode (~0.3 ms a call).
     """
 
     def __init__(
@@ -137,6 +146,7 @@ class LlamaCppLLM(Judge):
         n_seq: int = 32,
         n_batch: int = 512,
         max_outputs: int = 64,
+        shortlist: bool | None = None,
     ) -> None:
         try:
             import llama_cpp
@@ -161,6 +171,19 @@ class LlamaCppLLM(Judge):
         params.swa_full = True  # sliding-window layers keep every cell, so a cached prefix can be truncated
         params.n_threads = params.n_threads_batch = self.n_threads
         params.no_perf = True
+        wants_shortlist = shortlist_wanted(shortlist)
+        self._captured: list[np.ndarray] | None = None  # final hidden states of the decode running now, when asked for
+        if wants_shortlist:
+            from llama_cpp._ggml import libggml
+
+            self._ggml = libggml
+            pointer, size = ctypes.c_void_p, ctypes.c_size_t
+            libggml.ggml_get_name.restype, libggml.ggml_nelements.restype = ctypes.c_char_p, ctypes.c_int64
+            libggml.ggml_backend_tensor_get.restype = None
+            libggml.ggml_get_name.argtypes = libggml.ggml_nelements.argtypes = [pointer]
+            libggml.ggml_backend_tensor_get.argtypes = [pointer, pointer, size, size]
+            self._observer = llama_cpp.ggml_backend_sched_eval_callback(self._observe)  # kept alive with the context
+            params.cb_eval = self._observer
         self._ctx = _internals.LlamaContext(model=self._model, params=params, verbose=False)
         self._memory = llama_cpp.llama_get_memory(self._ctx.ctx)
         self._batch = _internals.LlamaBatch(n_tokens=n_batch, embd=0, n_seq_max=n_seq, verbose=False)  # a cell may serve every sequence
@@ -168,7 +191,7 @@ class LlamaCppLLM(Judge):
         self.parallel = max(1, min(parallel, n_seq // 2))  # half the sequences stay free for the cache
         self.n_vocab = self._model.n_vocab()
         self.name = path.stem if model is None else str(model)
-        self.path = path
+        self.path, self._bundled = path, model is None
         template = self._model.metadata().get("tokenizer.chat_template")
         self.has_chat_template = bool(template)
         self._template = template
@@ -181,10 +204,80 @@ class LlamaCppLLM(Judge):
         self._piece_buffer = ctypes.create_string_buffer(256)
         self._yes_ids = self._single_token_ids(YES_WORDS)
         self._no_ids = self._single_token_ids(NO_WORDS)
+        self.shortlist = self._load_shortlist() if wants_shortlist else None
 
     @property
     def context_window(self) -> int:
         return self.n_ctx
+
+    # ---- the shortlist's hidden states
+    def _observe(self, tensor: int, ask: bool, _data: int) -> bool:
+        """llama.cpp's graph callback: while a decode asks for hidden states, copy ``result_norm`` (the final
+        hidden state of every output row) and end the graph there, before the output projection."""
+        if self._captured is None:
+            return False
+        if ask:
+            return self._ggml.ggml_get_name(tensor) == b"result_norm"
+        values = np.empty(self._ggml.ggml_nelements(tensor), dtype=np.float32)
+        self._ggml.ggml_backend_tensor_get(tensor, values.ctypes.data, 0, values.nbytes)
+        self._captured.append(values.reshape(-1, self._model.n_embd()))
+        return False
+
+    def _load_shortlist(self) -> Shortlist | None:
+        """The shortlist on this GGUF's output matrix, checked against llama.cpp's own logits on one row
+        (None, with a warning, when the hidden states cannot be had or do not reproduce them)."""
+        import gguf
+        import torch
+
+        reader = gguf.GGUFReader(self.path)
+        tensors = {t.name: t for t in reader.tensors}
+        matrix = tensors.get("output.weight") or tensors["token_embd.weight"]  # tied embeddings have no output.weight
+        arch = str(reader.fields["general.architecture"].contents())
+        cap = reader.fields.get(f"{arch}.final_logit_softcapping")
+        # these types' dot products quantize the activations to 8 bits in blocks of 32
+        q8_0 = matrix.tensor_type.name in ("Q8_0", "Q4_0", "Q5_0", "Q4_1", "Q5_1", "IQ4_NL")
+
+        def rows(ids: np.ndarray):
+            values = gguf.quants.dequantize(np.asarray(matrix.data[ids]), matrix.tensor_type)
+            return torch.from_numpy(np.ascontiguousarray(values, dtype=np.float32).reshape(len(ids), -1))
+
+        key = self.path.stem if self._bundled else f"{self.path.stem}-{self.path.stat().st_size}"
+        fixed = ranking(key, self._derive_shortlist)[:SIZE]
+        probe = [self._tokens("The", start=True)]
+        full, hidden = [], []
+        self._fill(probe, [[len(probe[0]) - 1]], lambda logits, _: full.append(logits.copy()), reuse=False)
+        try:
+            self._fill(probe, [[len(probe[0]) - 1]], lambda h, _: hidden.append(h), reuse=False, hidden=True)
+        except RuntimeError as exc:
+            log.warning("llama.cpp gave no final hidden state for %s (%s): the full softmax it is.", self.name, exc)
+            return None
+        finally:
+            self.clear_cache()
+        softcap = float(cap.contents()) if cap else None
+        shortlist = Shortlist(fixed, rows, softcap=softcap, prepare=quantize_q8_0 if q8_0 else None)
+        error = float(np.abs(shortlist.logits(hidden[0][None], fixed)[0] - full[0][fixed]).max())
+        if error > 0.05:
+            message = "%s: logits from hidden states miss llama.cpp's by %.3f: the full softmax it is."
+            log.warning(message, self.name, error)
+            return None
+        return shortlist
+
+    def _derive_shortlist(self) -> np.ndarray:
+        """:func:`~causalrag.tools.shortlist.derive` from llama.cpp's full next-token distributions at every
+        position of :func:`~causalrag.tools.shortlist.derivation_rows`."""
+        rows = derivation_rows(lambda text: self._tokens(text, start=True))
+        total, count = np.zeros(self.n_vocab, dtype=np.float64), 0
+
+        def add(logits: np.ndarray, readers: list[tuple[int, int]]) -> None:
+            nonlocal count
+            np.add(total, len(readers) * np.exp(logits - log_normalizer(logits)), out=total)
+            count += len(readers)
+
+        with self._lock:
+            for group in self._rounds(range(len(rows)), rows.__getitem__, rows=max(1, self.n_seq // 2)):
+                self._fill([rows[i] for i in group], [range(len(rows[i]) - 1) for i in group], add, reuse=False)
+        self.clear_cache()
+        return derive(total / count)
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return [len(self._prompt_tokens(t)) for t in texts]
@@ -225,12 +318,21 @@ class LlamaCppLLM(Judge):
         return sorted({i[0] for i in ids if len(i) == 1})
 
     # ---- the llama.cpp batch
-    def _decode(self, entries: Sequence[Entry], use: Callable[[int, np.ndarray], None] | None = None, *, keep: Sequence[int] = ()) -> None:
+    def _decode(
+        self,
+        entries: Sequence[Entry],
+        use: Callable[[int, np.ndarray], None] | None = None,
+        *,
+        keep: Sequence[int] = (),
+        hidden: bool = False,
+    ) -> None:
         """Decode ``entries`` in order, in calls of at most ``n_batch`` tokens and ``max_outputs`` logit rows.
 
         ``use(k, logits)`` receives the logits of every entry ``k`` that wants them; the array is
         a view into llama.cpp's buffer, valid only until the next decode: copy what you keep.
-        When the cache has no room, every cached sequence outside ``keep`` is dropped and the call retried once.
+        ``hidden=True`` (a shortlist is loaded) passes final hidden states instead, and llama.cpp skips
+        the output projection. When the cache has no room, every cached sequence outside ``keep`` is
+        dropped and the call retried once.
         """
         lib, batch = self._lib, self._batch.batch
         start = 0
@@ -246,18 +348,31 @@ class LlamaCppLLM(Judge):
                 outputs += want
                 n += 1
             batch.n_tokens = n
-            code = lib.llama_decode(self._ctx.ctx, batch)
-            if code == 1 and self._evict(keep):
+            self._captured = [] if hidden and outputs else None
+            try:
                 code = lib.llama_decode(self._ctx.ctx, batch)
+                if code == 1 and self._evict(keep):
+                    code = lib.llama_decode(self._ctx.ctx, batch)
+                captured = np.concatenate(self._captured) if self._captured else None
+            finally:
+                self._captured = None
             if code != 0:
                 reason = f"the {self.n_ctx}-token context is full" if code == 1 else "see the llama.cpp log lines"
                 raise RuntimeError(f"llama.cpp could not decode a batch (code {code}): {reason}.")
             record(self.usage, Usage(forward_passes=1))
+            if hidden and outputs and (captured is None or len(captured) != outputs):
+                got = 0 if captured is None else len(captured)
+                raise RuntimeError(f"llama.cpp gave {got} hidden states for {outputs} outputs: unset {ENV}.")
             if use is not None:
+                j = 0
                 for i in range(n):
                     if batch.logits[i]:
-                        row = lib.llama_get_logits_ith(self._ctx.ctx, i)
-                        use(start + i, np.ctypeslib.as_array(row, shape=(self.n_vocab,)))
+                        if hidden:
+                            use(start + i, captured[j])
+                            j += 1
+                        else:
+                            row = lib.llama_get_logits_ith(self._ctx.ctx, i)
+                            use(start + i, np.ctypeslib.as_array(row, shape=(self.n_vocab,)))
             start += n
 
     def clear_cache(self) -> None:
@@ -308,7 +423,13 @@ class LlamaCppLLM(Judge):
         return seqs, [n for _, n in best]
 
     def _fill(
-        self, rows: Sequence[list[int]], wants: Sequence[Sequence[int]], use: Callable[[np.ndarray, list[tuple[int, int]]], None], *, reuse: bool = True
+        self,
+        rows: Sequence[list[int]],
+        wants: Sequence[Sequence[int]],
+        use: Callable[[np.ndarray, list[tuple[int, int]]], None],
+        *,
+        reuse: bool = True,
+        hidden: bool = False,
     ) -> list[int]:
         """Bring one sequence per row to hold the row's tokens; ``use(logits, [(row, position), ...])`` once
         per decoded position that rows want the logits of (rows with the same tokens share one).
@@ -318,7 +439,7 @@ class LlamaCppLLM(Judge):
         have at the same place after the same prefix are decoded once, as one cell tagged with all
         their sequences. Returns the rows' sequence ids. ``reuse=False`` empties the cache first: llama.cpp's
         kernels are not batch-invariant (nor is the order of cells in the cache), so only then do the
-        same rows give the very same logits every time.
+        same rows give the very same logits every time. ``hidden=True`` passes final hidden states instead of logits.
         """
         if not reuse:
             self.clear_cache()
@@ -345,7 +466,7 @@ class LlamaCppLLM(Judge):
         batch = [tuple(entries[k]) for k in order]
         record(self.usage, Usage(prompt_tokens=len(batch)))  # the tokens computed: cached prefixes and shared cells count once
 
-        self._decode(batch, lambda i, logits: use(logits, readers[order[i]]), keep=seqs)
+        self._decode(batch, lambda i, logits: use(logits, readers[order[i]]), keep=seqs, hidden=hidden)
         return seqs
 
     def _rounds(self, items: Sequence[int], tokens: Callable[[int], list[int]], *, rows: int, extra: int = 0) -> Iterator[list[int]]:
@@ -498,24 +619,35 @@ class LlamaCppLLM(Judge):
 
         Every (head, continuation) pair is one row of :meth:`_fill`: a head shared by several rows
         (and whatever prefix of it the cache holds) is decoded once, the continuations run as
-        parallel sequences, and logits are computed only at the scored positions.
+        parallel sequences, and outputs are computed only at the scored positions: full logits, or
+        final hidden states that the shortlist projects in one batch per round.
         """
         result: list[list[float]] = [[0.0] * len(c) for c in conts]
         rows = {i: heads[i] + conts[i] for i in range(len(conts)) if conts[i]}
         with self._lock:
             for group in self._rounds(list(rows), rows.__getitem__, rows=max(1, self.n_seq // 2)):
+                states: list[np.ndarray] = []
+                where: list[tuple[int, int]] = []  # (row, position of the scored token)
 
-                def score(logits: np.ndarray, readers: list[tuple[int, int]]) -> None:
-                    norm = log_normalizer(logits)
+                def score(output: np.ndarray, readers: list[tuple[int, int]]) -> None:
+                    if self.shortlist is not None:
+                        states.extend([output] * len(readers))
+                        where.extend((group[r], p + 1) for r, p in readers)
+                        return
+                    norm = log_normalizer(output)
                     for r, p in readers:
                         i = group[r]
-                        result[i][p - len(heads[i]) + 1] = float(logits[rows[i][p + 1]]) - norm
+                        result[i][p - len(heads[i]) + 1] = float(output[rows[i][p + 1]]) - norm
 
                 try:
-                    self._fill([rows[i] for i in group], [range(len(heads[i]) - 1, len(rows[i]) - 1) for i in group], score)
+                    wants = [range(len(heads[i]) - 1, len(rows[i]) - 1) for i in group]
+                    self._fill([rows[i] for i in group], wants, score, hidden=self.shortlist is not None)
                 except BaseException:
                     self.clear_cache()
                     raise
+                if where:
+                    for (i, p), lp in zip(where, self.shortlist.logprobs(np.stack(states), rows, where)):
+                        result[i][p - len(heads[i])] = lp
         return result
 
     def token_logprobs(self, prefixes: Sequence[str], continuations: Sequence[str]) -> list[list[float]]:
@@ -548,18 +680,24 @@ class LlamaCppLLM(Judge):
         """P(yes) / (P(yes) + P(no)) for the next token after each (chat-formatted) prompt, all prompts in one batch."""
         encoded = [self._prompt_tokens(p) for p in prompts]
         probs = [0.5] * len(encoded)
+        words = self._yes_ids + self._no_ids
 
-        def share(logits: np.ndarray, readers: list[tuple[int, int]]) -> None:
-            norm = log_normalizer(logits)
-            yes = np.exp(logits[self._yes_ids] - norm).sum()
-            no = np.exp(logits[self._no_ids] - norm).sum()
+        def share(output: np.ndarray, readers: list[tuple[int, int]]) -> None:
+            if self.shortlist is None:
+                norm = log_normalizer(output)
+                yes, no = np.exp(output[self._yes_ids] - norm).sum(), np.exp(output[self._no_ids] - norm).sum()
+            else:  # the normalizer cancels in P(yes) / (P(yes) + P(no)): project these words only, exactly
+                logits = self.shortlist.logits(output[None], words)[0]
+                weights = np.exp(logits.astype(np.float64) - logits.max())
+                yes, no = weights[: len(self._yes_ids)].sum(), weights[len(self._yes_ids) :].sum()
             for r, _ in readers:
                 probs[group[r]] = float(yes / max(yes + no, 1e-12))
 
         with self._lock:
             for group in self._rounds(range(len(encoded)), encoded.__getitem__, rows=max(1, self.n_seq // 2)):
                 try:
-                    self._fill([encoded[i] for i in group], [[len(encoded[i]) - 1] for i in group], share)
+                    last = [[len(encoded[i]) - 1] for i in group]
+                    self._fill([encoded[i] for i in group], last, share, hidden=self.shortlist is not None)
                 except BaseException:
                     self.clear_cache()
                     raise

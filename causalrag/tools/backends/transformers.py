@@ -4,7 +4,9 @@ Two compute paths serve every method (see ``docs/methods.md``):
 
 * ``generate`` — several prompts (and ``n`` samples each) as one batch;
 * ``logprob`` / ``yes_probability`` — one forward pass per batch, log-softmax only at the
-  positions that are scored.
+  positions that are scored; with ``shortlist=True`` or ``CAUSALRAG_SHORTLIST=1`` over a shortlist of the
+  vocabulary (the head's rows for :mod:`causalrag.tools.shortlist`'s tokens and the row's own), and
+  ``yes_probability`` then projects only its yes/no words.
 
 Both reuse a batch's **head** — the tokens all its rows share (the few-shot header, a question before
 many passages, a prompt before its options): the head runs once, every row continues from a copy of
@@ -24,6 +26,7 @@ import copy
 import functools
 import logging
 import os
+import re
 import shutil
 import threading
 from collections import OrderedDict
@@ -45,6 +48,7 @@ from causalrag.tools.backends.base import (
     truncate_at_stop,
 )
 from causalrag.tools.coalesce import Coalescer
+from causalrag.tools.shortlist import SIZE, Shortlist, derivation_rows, derive, ranking, shortlist_wanted
 from causalrag.tools.usage import Usage, record
 
 log = logging.getLogger(__name__)
@@ -183,7 +187,8 @@ class TransformersLLM(Judge):
     Device: CUDA (bf16) → MPS → CPU (fp32 unless ``CAUSALRAG_DTYPE`` says otherwise). Prompts go through the
     tokenizer's chat template when it has one (instruct models) and are used as plain completion
     text otherwise (the bundled base model). ``logprob`` scores raw text (no chat template) so a
-    passage's likelihood means the same for every model.
+    passage's likelihood means the same for every model. ``shortlist`` (default ``CAUSALRAG_SHORTLIST``,
+    off) normalizes scored tokens over a shortlist (:mod:`causalrag.tools.shortlist`); ``False``: full softmax.
     """
 
     def __init__(
@@ -194,6 +199,7 @@ class TransformersLLM(Judge):
         batch_size: int | None = None,
         max_batch_tokens: int | None = None,
         dtype: str | None = None,
+        shortlist: bool | None = None,
     ) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -226,6 +232,35 @@ class TransformersLLM(Judge):
         self._heads = HeadCache()
         self._yes_ids = self._single_token_ids(YES_WORDS)
         self._no_ids = self._single_token_ids(NO_WORDS)
+        self._key = self.name if model is None else re.sub(r"[^\w.-]+", "_", str(model)).strip("_") + "-transformers"
+        self.shortlist = self._load_shortlist() if shortlist_wanted(shortlist) else None
+
+    def _load_shortlist(self) -> Shortlist | None:
+        """The shortlist on the output head's rows (None for a head with a bias, which it does not model)."""
+        head = self.model.get_output_embeddings()
+        if getattr(head, "bias", None) is not None:
+            log.warning("%s's output layer has a bias: scored tokens use the full softmax.", self.name)
+            return None
+        weight = head.weight
+        ids = ranking(self._key, self._derive_shortlist)[:SIZE]
+        rows = lambda i: weight[self._torch.as_tensor(i, device=weight.device)]  # noqa: E731
+        return Shortlist(ids, rows, softcap=getattr(self.model.config, "final_logit_softcapping", None))
+
+    def _derive_shortlist(self):
+        """Mean next-token distribution at every position of the bundled text's rows → :func:`derive`."""
+        import numpy as np
+
+        torch = self._torch
+        rows = derivation_rows(lambda text: self._ids(text, start=True))
+        total, count = torch.zeros(self.model.config.vocab_size, dtype=torch.float64, device=self.device), 0
+        with self._lock, torch.inference_mode():
+            for batch in self._chunks([len(r) for r in rows], range(len(rows))):
+                hidden = self._run([rows[i] for i in batch]).last_hidden_state
+                states = torch.cat([hidden[b, : len(rows[i]) - 1] for b, i in enumerate(batch)])
+                for s in range(0, len(states), 64):
+                    total += torch.softmax(self._logits(states[s : s + 64]), dim=-1).sum(0, dtype=torch.float64)
+                count += len(states)
+        return derive((total / count).cpu().numpy().astype(np.float64))
 
     def clear_cache(self) -> None:
         """Forget the cached heads (benchmarks start cold)."""
@@ -468,11 +503,15 @@ class TransformersLLM(Judge):
     def _score_rows(self, seqs: list[list[int]], starts: list[int]) -> list[list[float]]:
         """log p of every token of each row from ``starts[r]`` on, given the tokens before it (one batch)."""
         hidden, offset = self._hidden(seqs, min(starts))
-        rows, cols, targets = [], [], []
+        rows, cols, where = [], [], []
         for r, (seq, start) in enumerate(zip(seqs, starts)):
             for pos in range(start, len(seq)):
-                rows.append(r), cols.append(pos - 1 - offset), targets.append(seq[pos])
-        lps = self._token_logprobs(hidden[rows, cols], self._torch.tensor(targets, device=self.device))
+                rows.append(r), cols.append(pos - 1 - offset), where.append((r, pos))
+        if self.shortlist is not None:
+            lps = self.shortlist.logprobs(hidden[rows, cols], seqs, where)
+        else:
+            targets = self._torch.tensor([seqs[r][p] for r, p in where], device=self.device)
+            lps = self._token_logprobs(hidden[rows, cols], targets)
         out, k = [], 0
         for seq, start in zip(seqs, starts):
             out.append(lps[k : k + len(seq) - start])
@@ -544,8 +583,13 @@ class TransformersLLM(Judge):
             with self._lock, torch.inference_mode():
                 hidden, offset = self._hidden([ids[i] for i in batch], min(len(ids[i]) for i in batch) - 1)
                 last = hidden[list(range(len(batch))), [len(ids[i]) - 1 - offset for i in batch]]
-                p = torch.softmax(self._logits(last), dim=-1)
-                yes, no = p[:, self._yes_ids].sum(-1), p[:, self._no_ids].sum(-1)
+                if self.shortlist is None:
+                    p = torch.softmax(self._logits(last), dim=-1)
+                    yes, no = p[:, self._yes_ids].sum(-1), p[:, self._no_ids].sum(-1)
+                else:  # the normalizer cancels in the share: project the yes/no words only
+                    logits = self.shortlist.logits(last, self._yes_ids + self._no_ids)
+                    p = torch.softmax(torch.as_tensor(logits), dim=-1)
+                    yes, no = p[:, : len(self._yes_ids)].sum(-1), p[:, len(self._yes_ids) :].sum(-1)
                 share = (yes / (yes + no).clamp_min(1e-12)).tolist()
             for i, s in zip(batch, share):
                 probs[i] = float(s)
