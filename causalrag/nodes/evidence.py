@@ -112,6 +112,16 @@ def read_each(llm, question: str, docs: Sequence[Document], *, max_new_tokens: i
     return with_relevance(llm, question, docs, readings)
 
 
+def read_cached(llm, question: str, docs: Sequence[Document], read: dict) -> tuple[list[Reading], dict]:
+    """:func:`read_each` for the passages not in ``read`` (readings by passage id, as plain data); returns
+    every passage's reading in order and the updated record, so each passage is read once per run."""
+    read = dict(read)
+    unread = list({d.id: d for d in docs if d.id not in read}.values())
+    for doc, reading in zip(unread, read_each(llm, question, unread)):
+        read[doc.id] = reading.as_dict()
+    return [Reading(**read[d.id]) for d in docs], read
+
+
 def with_relevance(llm, question: str, docs: Sequence[Document], readings: Sequence[Reading]) -> list[Reading]:
     """Each reading's relevance: its answer scored in its passage under the question minus under "N/A"."""
     asked = [i for i, r in enumerate(readings) if r.answer]

@@ -42,7 +42,7 @@ from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
 from causalrag.nodes.common import context, emit, emit_evidence, fit, judge_of, llm_of, question_of, store_of, stream_text, traced
-from causalrag.nodes.evidence import Reading, group_readings, read_each, with_candidate, written_answer
+from causalrag.nodes.evidence import group_readings, read_cached, with_candidate, written_answer
 from causalrag.prompts import retro as prompts
 from causalrag.state.retro import RetroContext, RetroState
 from causalrag.text import clean_answer, f1_score, key_sentences, mentions, normalize_answer, question_options, same_answer
@@ -342,11 +342,7 @@ def scored_answer(state: RetroState, runtime: Runtime, ctx: RetroContext, source
     bridge answer no single source gives); s_sc: the choice's mass on a; a_sc: one seeded
     temperature-``sc_temperature`` draw from the choice."""
     question, llm = question_of(state), llm_of(ctx)
-    read = dict(state.get("read") or {})
-    unread = [d for d in sources if d.id not in read]
-    for doc, reading in zip(unread, read_each(llm, question, unread)):
-        read[doc.id] = reading.as_dict()
-    held = [Reading(**read[d.id]) for d in sources]
+    held, read = read_cached(llm, question, sources, state.get("read") or {})
     direct = prompts.direct_prompt(question, sources, facts)
     options = question_options(question) or with_candidate(
         [g.answer for g in group_readings(held, [d.id for d in sources])], written_answer(llm, direct, max_new_tokens=ctx.max_new_tokens)

@@ -55,6 +55,8 @@ class RAGContext:
 
 
 Judgment = Literal["auto", "score", "generate"]
+Mechanism = Literal["auto", "paper", "vote", "knowledge", "keep"]
+Route = Literal["keep", "vote", "knowledge", "paper"]
 
 
 @dataclass(kw_only=True)
@@ -68,3 +70,58 @@ class JudgedContext(RAGContext):
     free text and parsed afterwards; "auto": "score" when the model can score its replies (every
     local backend; the openai backend on the completions API or with the chat template), else
     "generate". Measured with the bundled 270M model in docs/methods.md."""
+
+
+class ReadingRecord(TypedDict):
+    """One passage read alone (:class:`causalrag.nodes.evidence.Reading` as plain data)."""
+
+    answer: str | None
+    probability: float
+    relevance: float
+    how: str
+
+
+class GroupRecord(TypedDict):
+    """Sources (passage ids or labels) whose answers agree."""
+
+    answer: str
+    sources: list[str]
+
+
+class Assessment(TypedDict, total=False):
+    """What :func:`causalrag.nodes.triage.assess` saw: the shape of the evidence and the mechanism it chose."""
+
+    shape: str
+    """``agree``, ``conflict``, ``unanswered`` or ``contradicted`` (empty when skipped)."""
+    route: Route
+    standard: str
+    """Standard RAG's answer (the joint reading)."""
+    closed_book: str
+    """The model's answer with no passage."""
+    believed: str | None
+    """The candidate the model's knowledge holds over what the passages say, when it overrules them."""
+    groups: list[GroupRecord]
+    knowledge: dict
+    """The calibrated closed-book choice among the candidates (``Choice.as_dict()``)."""
+
+
+class TriageState(RAGState):
+    """State of a method that looks at the shape of its evidence before deciding (``causalrag.nodes.triage``)."""
+
+    assessment: Assessment
+    read: dict[str, ReadingRecord]
+    """Each passage's reading alone, by id: read once per run, reused by every later step."""
+
+
+@dataclass(kw_only=True)
+class RoutedContext(JudgedContext):
+    """A robust method that picks its mechanism from the shape of the evidence (``causalrag.nodes.triage``)."""
+
+    mechanism: Mechanism = "auto"
+    """"auto": chosen per question from the assessment (standard RAG's answer when nothing conflicts,
+    the method's own aggregation when sources disagree, the model's knowledge when it overrules the
+    passages); "paper": the paper's own path for every question, no assessment; "vote", "knowledge",
+    "keep": one mechanism for every question (ablations)."""
+    knowledge_margin: float = 2.0
+    """How much more (calibrated per-token log-probability, closed book) the model must believe another
+    candidate than what the passages say before its knowledge overrules them."""
