@@ -387,7 +387,7 @@ def _method_params(methods: list[str], raw: list[str], *, cpu: bool = False) -> 
 
 @app.command("eval")
 def eval_(
-    dataset: Annotated[str, typer.Option(help="demo, hotpotqa, hotpotqa:PATH (HotpotQA/2Wiki JSON), jsonl:PATH (FlashRAG), conflict (bundled conflict/trap set) or rgb:PATH (RGB), with a condition after ?: hotpotqa?swap=1 (answer-swap conflict), rgb:PATH?passages=5&noise=0.4&swapped=2.")] = "hotpotqa",
+    dataset: Annotated[str, typer.Option(help="demo, hotpotqa, hotpotqa:PATH (HotpotQA/2Wiki JSON), jsonl:PATH (FlashRAG), conflict (bundled conflict/trap set), robust (bundled robustness suite, 8 conditions) or rgb:PATH (RGB), with a condition after ?: hotpotqa?swap=1 (answer-swap conflict), robust?split=test&condition=all_wrong,no_relevant, rgb:PATH?passages=5&noise=0.4&swapped=2.")] = "hotpotqa",
     methods_: Annotated[str, typer.Option("--methods", help="Comma-separated methods.")] = "no_rag,standard_rag",
     setting: Annotated[str, typer.Option(help="distractor (each question's own paragraphs) or open (all paragraphs).")] = "distractor",
     inject: Annotated[str, typer.Option(help="Comma-separated numbers K of misleading passages to add, e.g. 0,4,8.")] = "0",

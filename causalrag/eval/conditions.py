@@ -16,6 +16,12 @@ runs under other conditions never mix:
   ``positive_wrong`` (answer-swapped copies), the rest from ``positive``; drawn with a seed per
   question and shuffled. ``misled`` is scored against ``fakeanswer`` when swapped passages are in
   the pool. RGB is not bundled (its license is non-commercial): pass your own copy.
+* ``robust?split=test&condition=all_wrong,no_relevant`` — the bundled robustness suite
+  (``causalrag/data/robust/suite.jsonl``, :mod:`causalrag.eval.robust`): eight conditions of what a
+  pool holds (clean single- and multi-hop, conflicts with the majority right or wrong, every passage
+  wrong, correlation traps, planted instructions, no relevant passage) with a fixed dev/test split.
+  ``split`` is ``dev`` or ``test`` (default both), ``condition`` one or more names (default all);
+  each example carries its ``condition``. ``robust:PATH`` reads a suite file of the same format.
 * ``conflict`` — the bundled handwritten conflict/trap/injection set
   (``causalrag/data/conflict_questions.jsonl``): 3 correct + 2 answer-swapped snippets per conflict
   question, distractor traps and instruction-carrying passages; ``misled`` against each row's
@@ -35,17 +41,19 @@ from causalrag.corpus import DATA
 from causalrag.errors import CausalRAGError
 from causalrag.eval.datasets import Example, load_dataset
 from causalrag.eval.inject import asserted_answers, gold_paragraphs, with_distractors
+from causalrag.eval.robust import SUITE, load_robust, read_items
 from causalrag.tools.store import Passage
 
 CONFLICT = DATA / "conflict_questions.jsonl"
 RGB_OPTIONS = {"passages": int, "noise": float, "swapped": int, "seed": int}
 SWAP_OPTIONS = {"swap": int, "seed": int}
+ROBUST_OPTIONS = {"split": str, "condition": str}
 
 
 def parse_spec(spec: str) -> tuple[str, dict]:
     """``"rgb:f.jsonl?noise=0.4"`` → ``("rgb:f.jsonl", {"noise": 0.4})``, checked against the kind's options."""
     base, _, query = spec.partition("?")
-    known = RGB_OPTIONS if base.startswith("rgb:") else SWAP_OPTIONS
+    known = RGB_OPTIONS if base.startswith("rgb:") else ROBUST_OPTIONS if _is_robust(base) else SWAP_OPTIONS
     options: dict = {}
     for name, value in parse_qsl(query, keep_blank_values=True):
         if name not in known:
@@ -62,6 +70,8 @@ def load_examples(spec: str) -> list[Example]:
     base, options = parse_spec(spec)
     if base.startswith("rgb:"):
         return load_rgb(Path(base[4:]), **options)
+    if _is_robust(base):
+        return load_robust(Path(base[7:]) if base.startswith("robust:") else SUITE, **options)
     examples = load_conflict() if base == "conflict" else load_dataset(base)
     swap = options.get("swap", 0)
     if swap < 0:
@@ -77,11 +87,15 @@ def load_examples(spec: str) -> list[Example]:
     return twinned
 
 
+def _is_robust(base: str) -> bool:
+    return base == "robust" or base.startswith("robust:")
+
+
 # --------------------------------------------------------------------------- the bundled conflict set
 def load_conflict(path: Path = CONFLICT) -> list[Example]:
     """The handwritten conflict/trap/injection questions; gold titles are the correct passages'."""
     examples = []
-    for row in _jsonl(path):
+    for row in read_items(path):
         passages = [Passage(p["title"], p["text"], f"conflict:{p.get('role', '')}") for p in row["passages"]]
         gold = [p["title"] for p in row["passages"] if p.get("role") == "correct"]
         examples.append(Example(row["id"], row["question"], list(row["answers"]), row.get("type", ""), gold, passages,
@@ -109,7 +123,7 @@ def load_rgb(path: Path, *, passages: int = 5, noise: float = 0.4, swapped: int 
     if passages < 1 or not 0 <= noise <= 1 or not 0 <= swapped <= passages:
         raise CausalRAGError(f"RGB pool needs passages ≥ 1, 0 ≤ noise ≤ 1 and 0 ≤ swapped ≤ passages (got {passages}, {noise}, {swapped}).")
     examples = []
-    for i, row in enumerate(_jsonl(path)):
+    for i, row in enumerate(read_items(path)):
         qid = str(row.get("id", i))
         rng = random.Random(f"{seed}:{qid}")
         n_noise = round(passages * noise)
@@ -127,11 +141,3 @@ def load_rgb(path: Path, *, passages: int = 5, noise: float = 0.4, swapped: int 
                                 passages=list({p.id: p for p in pool}.values()),
                                 wrong_answers=rgb_answers(row.get("fakeanswer")) if wrong and row.get("fakeanswer") else []))
     return examples
-
-
-def _jsonl(path: Path) -> list[dict]:
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-        return [json.loads(line) for line in lines if line.strip()]
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CausalRAGError(f"Cannot read {path}: {exc}; pass a readable JSON-lines file (one question per line).") from exc
