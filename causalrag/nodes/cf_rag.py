@@ -34,7 +34,7 @@ from langgraph.runtime import Runtime
 from causalrag.nodes import cf_rag_math as cm
 from causalrag.nodes.cf_rag_edits import edits_by_type, question_entities
 from causalrag.nodes.common import context, emit, emit_evidence, fit, judge_of, llm_of, question_of, store_of, stream_text, traced
-from causalrag.nodes.evidence import group_readings, query_relevance, read_each, read_jointly, support_matrix, together, with_candidate, written_answer
+from causalrag.nodes.evidence import group_readings, query_relevance, read_cached, read_jointly, support_matrix, together, with_candidate, written_answer
 from causalrag.prompts.cf_rag import (
     COUNTERFACTUAL_STOP,
     HYPOTHESIS_STOP,
@@ -279,11 +279,13 @@ def cluster_and_sample(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dic
     for j, docs in enumerate(samples):
         emit_evidence(runtime, "sample", docs, path=j)
     sizes = np.bincount(labels).tolist()
-    candidates = pool_answers(ctx, question_of(state), pool) if judge_of(ctx) == "score" else []
+    read = state.get("read") or {}
+    candidates, read = pool_answers(ctx, question_of(state), pool, read) if judge_of(ctx) == "score" else ([], read)
     return {
         "clusters": labels.tolist(),
         "samples": samples,
         "candidates": candidates,
+        "read": read,
         "trace": [{"clusters": len(sizes), "cluster_sizes": sizes, "sample_sizes": [len(s) for s in samples], "candidates": candidates}],
     }
 
@@ -293,17 +295,18 @@ def path_evidence(llm, ctx: CFRAGContext, question: str, docs: list[Document]) -
     return fit(llm, docs, lambda ds: hypothesis_prompt(question, ds), reply_tokens=ctx.hypothesis_tokens)
 
 
-def pool_answers(ctx: CFRAGContext, question: str, pool: list[Document]) -> list[str]:
+def pool_answers(ctx: CFRAGContext, question: str, pool: list[Document], read: dict) -> tuple[list[str], dict]:
     """The answers the hypotheses choose among: the question's own options, else what the pool's
-    passages answer when each is read alone (one batch), agreeing answers merged, plus what the
-    question's own top ``k`` passages give read together (a bridge answer no single passage gives)."""
+    passages answer when each is read alone (one batch; passages the assessment read are not read
+    again), agreeing answers merged, plus what the question's own top ``k`` passages give read
+    together (a bridge answer no single passage gives). Returns them with the updated readings."""
     own = question_options(question)
     if own:
-        return own
+        return own, read
     llm = llm_of(ctx)
-    readings = read_each(llm, question, pool)
+    readings, read = read_cached(llm, question, pool, read)
     joint = written_answer(llm, answer_prompt(question, together(llm, question, pool[: ctx.k])), max_new_tokens=ctx.max_new_tokens)
-    return with_candidate([g.answer for g in group_readings(readings, [str(i) for i in range(len(pool))])], joint)
+    return with_candidate([g.answer for g in group_readings(readings, [str(i) for i in range(len(pool))])], joint), read
 
 
 # --------------------------------------------------------------------------- Eq. 8 hypotheses

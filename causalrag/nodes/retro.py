@@ -302,7 +302,7 @@ def scored_gates(llm, facts: Sequence[str], sources: Sequence[Document], matchin
 
 
 @traced
-def answer(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
+def answer_from_evidence(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
     """Answerer: chain-of-thought (a, r) at low temperature (M_C) and a direct answer a_sc at temperature 1.0 (M_D).
 
     The CoT completion streams token by token when greedy. If it has no "Answer:" line, the
@@ -319,7 +319,7 @@ def answer(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
         completion = llm.generate([cot], max_new_tokens=ctx.reasoning_tokens, temperature=ctx.answer_temperature,
                                   stop=prompts.ANSWER_STOP, seed=ctx.seed)[0][0]
     else:
-        completion = stream_text(runtime, llm, cot, stage="answer", max_new_tokens=ctx.reasoning_tokens, stop=prompts.ANSWER_STOP)
+        completion = stream_text(runtime, llm, cot, stage="answer_from_evidence", max_new_tokens=ctx.reasoning_tokens, stop=prompts.ANSWER_STOP)
     reasoning, final = prompts.split_cot(completion)
     fallback = final is None
     if fallback:
@@ -330,7 +330,7 @@ def answer(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
     sampled = llm.generate([prompts.direct_prompt(question, sources, facts)], max_new_tokens=ctx.max_new_tokens,
                            temperature=ctx.sc_temperature, stop=prompts.LINE_STOP, seed=seed)[0][0]
     sc_answer = clean_answer(sampled)
-    emit(runtime, "answer", "answer", iteration=iteration, answer=final, reasoning=reasoning, sc_answer=sc_answer)
+    emit(runtime, "answer", "answer_from_evidence", iteration=iteration, answer=final, reasoning=reasoning, sc_answer=sc_answer)
     return {"answer": final, "reasoning": reasoning, "sc_answer": sc_answer,
             "trace": [{"iteration": iteration, "answer": final, "reasoning": reasoning, "sc_answer": sc_answer,
                        "cot_fallbacks": int(fallback)}]}
@@ -358,7 +358,7 @@ def scored_answer(state: RetroState, runtime: Runtime, ctx: RetroContext, source
     rng = np.random.default_rng(None if ctx.seed is None else ctx.seed + iteration)
     weights = softmax([s / max(ctx.sc_temperature, 1e-3) for s in choice.scores])  # a non-finite score weighs nothing
     sc_answer = choice.options[int(rng.choice(len(weights), p=weights))]
-    emit(runtime, "answer", "answer", iteration=iteration, answer=final, reasoning=reasoning, sc_answer=sc_answer, choice=choice.as_dict())
+    emit(runtime, "answer", "answer_from_evidence", iteration=iteration, answer=final, reasoning=reasoning, sc_answer=sc_answer, choice=choice.as_dict())
     return {"answer": final, "reasoning": reasoning, "sc_answer": sc_answer, "sc_choice": choice.as_dict(), "read": read,
             "trace": [{"iteration": iteration, "answer": final, "reasoning": reasoning, "sc_answer": sc_answer,
                        "choice": choice.as_dict(), "no_candidate_fallbacks": 0}]}

@@ -12,7 +12,7 @@ from typing import Annotated, Literal, TypedDict
 
 from langchain_core.documents import Document
 
-from causalrag.state.base import JudgedContext, OutputState, RAGState
+from causalrag.state.base import Assessment, OutputState, RoutedContext, TriageState
 
 
 def add_or_reset(left: list[dict] | None, right: list[dict] | None) -> list[dict]:
@@ -20,7 +20,7 @@ def add_or_reset(left: list[dict] | None, right: list[dict] | None) -> list[dict
     return [] if right is None else [*(left or []), *right]
 
 
-class CFRAGState(RAGState):
+class CFRAGState(TriageState):
     counterfactuals: list[dict]
     """Every candidate q' with its type, similarity, quick-RAG answer, Info score and verdict (§4.1.1)."""
     cf_queries: list[str]
@@ -45,6 +45,7 @@ class CFRAGOutput(OutputState):
     counterfactuals: list[dict]
     arbitration: list[dict]
     consensus: bool
+    assessment: Assessment
 
 
 class HypothesisTask(TypedDict):
@@ -57,7 +58,7 @@ class HypothesisTask(TypedDict):
 
 
 @dataclass(kw_only=True)
-class CFRAGContext(JudgedContext):
+class CFRAGContext(RoutedContext):
     """CF-RAG tunables with the paper's defaults (Table 4); ``k`` is the retrieval depth per query."""
 
     n_counterfactuals: int = 3
