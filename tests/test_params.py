@@ -105,5 +105,5 @@ def test_a_context_set_directly_is_checked_in_place():
 def test_every_default_passes_its_own_check(name):
     """The paper defaults and the CPU-sized knobs of every method are valid values."""
     method = causalrag.METHODS[name]
-    assert check_context(method.context()) is not None
-    make_context(name, **method.cpu_params)
+    assert check_context(method.context()) == method.context()
+    assert make_context(name, **method.cpu_params) == method.context(**method.cpu_params)

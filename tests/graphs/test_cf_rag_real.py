@@ -24,7 +24,7 @@ def trap():
 
 
 def test_full_trace_on_the_correlation_trap(real_llm, memory_store, trap):
-    graph = build_graph("cf_rag", llm=real_llm, store=memory_store, **SMALL)
+    graph = build_graph("cf_rag", llm=real_llm, store=memory_store, judge="score", **SMALL)
     events = list(graph.stream({"question": trap.question}, stream_mode=["custom", "values"]))
     state = [e for mode, e in events if mode == "values"][-1]
     custom = [e for mode, e in events if mode == "custom"]
@@ -50,12 +50,22 @@ def test_full_trace_on_the_correlation_trap(real_llm, memory_store, trap):
     assert "The Dark Knight (cast)" in pool_titles and len(pool_titles) >= 4
     assert len(state["clusters"]) == len(state["pool"])
 
-    # arbitration: Ψ = 0.6·φ_coh + 0.4·φ_causal for every hypothesis, best first
+    # arbitration: Ψ = 0.6·φ_coh + 0.4·φ_causal for every hypothesis, answered ones first, best Ψ first
     ranked = state["arbitration"]
-    assert len(ranked) == 2
+    assert len(ranked) == 2 and sorted(h["index"] for h in ranked) == [0, 1]
     for h in ranked:
         assert all(math.isfinite(h[k]) for k in ("phi_coh", "phi_causal", "psi"))
         assert h["psi"] == pytest.approx(0.6 * h["phi_coh"] + 0.4 * h["phi_causal"], abs=1e-3)
+    answered = [h for h in ranked if h["answer"]]
+    assert answered and ranked[: len(answered)] == answered
+    assert [h["psi"] for h in answered] == sorted((h["psi"] for h in answered), reverse=True)
+    # the route and the final answer follow from that order: accept a_{j*}, or choose among the top answers
+    assert state["consensus"] == (ranked[0]["agreement"] > 0.5)
+    if state["consensus"]:
+        assert state["answer"] == ranked[0]["answer"]
+    else:
+        options = state["trace"][-1]["synthesis_choice"]["options"]
+        assert options == list(dict.fromkeys(h["answer"] for h in answered[:3])) and state["answer"] in options
     kinds = {e["type"] for e in custom}
     assert {"counterfactuals", "clusters", "evidence", "hypothesis", "score", "route", "answer"} <= kinds
     assert isinstance(state["answer"], str) and state["answer"]

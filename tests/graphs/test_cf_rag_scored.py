@@ -74,7 +74,7 @@ def test_hypotheses_and_synthesis_choose_among_the_pools_answers(memory_store):
     llm = reader()
     state = run(llm, memory_store)
     cluster = next(e for e in state["trace"] if e["node"] == "cluster_and_sample")
-    assert "Heath Ledger" in cluster["candidates"]
+    assert "Heath Ledger" in cluster["candidates"] and len(state["arbitration"]) == 3
     for h in state["arbitration"]:
         assert h["answer"] in cluster["candidates"] and 0 < h["probability"] <= 1
         assert not h["rationale"] or h["answer"] in h["rationale"]  # the rationale is the passage stating it

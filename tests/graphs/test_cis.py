@@ -53,12 +53,23 @@ def test_rerank_keeps_top_k_by_cis_and_answers_from_them(memory_store):
     assert last_block.count("\n") == 2 and "Canberra: Canberra is the capital" in last_block
 
 
-def test_second_query_reuses_cached_priors(memory_store):
-    g = graph(FakeLLM(logprob=canberra_lp), memory_store, n_candidates=8, k=2)
-    g.invoke({"question": QUESTION})
-    again = g.invoke({"question": "Which city is the capital of Australia?"})
-    rerank = again["trace"][1]
-    assert rerank["prior_computed"] == 0 or rerank["prior_cached"] >= 6
+def test_second_query_reuses_cached_priors(memory_store, monkeypatch, tmp_path):
+    monkeypatch.setenv("CAUSALRAG_HOME", str(tmp_path))  # an empty p(K) cache, not the one other tests filled
+    llm = FakeLLM(logprob=canberra_lp)
+    g = graph(llm, memory_store, n_candidates=8, k=2)
+
+    def run(question: str) -> tuple[set[str], dict, int]:
+        before = len(llm.scored)
+        state = g.invoke({"question": question})
+        priors = sum(prefix == PRIOR_PREFIX for prefix, _ in llm.scored[before:])
+        return {row["id"] for row in state["cis_scores"]}, state["trace"][1], priors
+
+    first, rerank, priors = run(QUESTION)
+    assert len(first) == 8 and rerank["prior_computed"] == priors == 8 and rerank["prior_cached"] == 0
+    second, rerank, priors = run("Which city is the capital of Australia?")
+    assert len(first & second) >= 3  # the two questions share candidates
+    assert rerank["prior_cached"] == len(first & second)
+    assert rerank["prior_computed"] == priors == len(second - first)  # p(K) scored only for new passages
 
 
 def test_ablation_without_prior_scores_only_the_conditional(memory_store):

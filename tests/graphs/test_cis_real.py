@@ -22,7 +22,8 @@ def hamlet_store():
     return Store.in_memory(PASSAGES)
 
 
-def test_answering_passage_outranks_lexically_closer_ones(real_llm, hamlet_store):
+def test_answering_passage_outranks_lexically_closer_ones(real_llm, hamlet_store, monkeypatch, tmp_path):
+    monkeypatch.setenv("CAUSALRAG_HOME", str(tmp_path))  # an empty p(K) cache
     graph = build_graph("cis", llm=real_llm, store=hamlet_store, n_candidates=3, k=1)
     state = graph.invoke({"question": QUESTION})
     ranking = state["cis_scores"]
@@ -35,6 +36,7 @@ def test_answering_passage_outranks_lexically_closer_ones(real_llm, hamlet_store
     assert "1564" in state["answer"]
     rerank = state["trace"][1]
     assert rerank["node"] == "rerank_cis" and rerank["moved_into_top_k"] == 1 and rerank["prompt_tokens"] > 0
+    assert rerank["prior_computed"] == 3 and rerank["prior_cached"] == 0
 
     # a second query over the same passages reads every p(K) from the cache
     again = graph.invoke({"question": "Who wrote Hamlet?"})

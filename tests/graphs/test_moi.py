@@ -11,6 +11,7 @@ from causalrag.nodes.common import retrieve
 from causalrag.nodes.moi import rerank_moi
 from causalrag.state.base import InputState
 from causalrag.state.moi import MoIContext, MoIOutput, MoIState
+from causalrag.tools.store import Passage, Store
 from tests.fakes import FakeLLM
 
 QUESTION = "What is the capital city of Australia?"
@@ -97,7 +98,9 @@ def test_self_consistency_votes_over_one_batched_generate(memory_store):
     assert [e["node"] for e in state["trace"]] == ["retrieve", "permute", "vote"]
     vote = state["trace"][2]
     assert vote["llm_calls"] == 6 and vote["forward_passes"] == 1  # one batched generate
-    assert sum(state["votes"].values()) == 6 and state["answer"] == max(state["votes"], key=state["votes"].get).title()
+    said = ["Sydney" if "[1] Sydney:" in p else "Canberra" for p in llm.prompts]  # what the fake replied
+    assert (said.count("Canberra"), said.count("Sydney")) == (4, 2)
+    assert state["votes"] == {"canberra": 4, "sydney": 2} and state["answer"] == "Canberra"  # the majority
     assert vote["vote_fallbacks"] == 0
 
 
@@ -127,6 +130,56 @@ def test_rerank_moi_is_a_drop_in_node(memory_store):
     state = graph.compile().invoke({"question": QUESTION}, context=ctx)
     assert titles(state["documents"])[0] == "Canberra" and len(state["ranking"]) == 4
     assert state["trace"][-1]["permutations"] == 8 and sum(state["trace"][-1]["w"]) == pytest.approx(1.0, abs=1e-3)
+
+
+# Eq. 4 end to end: log p(q | π) − log p(q) is exactly Σ_j w_j · u_π(j) over the pruned orders scored
+W = [0.6, 0.3, 0.1]  # position bias of the first 3 positions (the prompts hold prefix=3 passages)
+U = {  # utility of each passage
+    "Canberra": 2.0,
+    "Parliament House": 1.8,
+    "Sydney": 0.5,
+    "Melbourne": 0.2,
+    "Perth": -0.5,
+}
+TEXTS = {
+    "Canberra": "Canberra is the capital city of Australia.",
+    "Parliament House": "Parliament House in Canberra is where Australia's parliament meets.",
+    "Sydney": "Sydney is the largest city in Australia.",
+    "Melbourne": "Melbourne was the seat of government of Australia until 1927.",
+    "Perth": "Perth is the capital of Western Australia.",
+}
+
+
+def titles_in(prefix: str) -> list[str]:
+    return [line.split("] ", 1)[1].split(":", 1)[0] for line in passage_lines(prefix)]
+
+
+def mixture(order: list[str]) -> float:
+    """Σ_j w_j · u_order(j); 0 for the passage-free prompt of log p(q)."""
+    return sum(w * U[t] for w, t in zip(W, order, strict=False))
+
+
+def test_solve_recovers_the_position_bias_and_the_utilities():
+    """The plain mean score of the orders holding a passage ranks Sydney first (it sat up front more often);
+    Eq. 4 separates w from u and ranks Canberra first. The weak prior of the solve moves u by ~0.02."""
+    passages = [Passage(t, x) for t, x in TEXTS.items()]
+    llm = FakeLLM(default=" Canberra", logprob=lambda prefix, _: -20.0 + mixture(titles_in(prefix)))
+    state = run(llm, Store.in_memory(passages), candidates=5, k=3, prefix=3, max_permutations=15)
+    orders = [titles_in(p) for p, _ in llm.scored if "(none)" not in p]
+    assert len(orders) == 15 and all(len(o) == 3 for o in orders)
+    mean = {t: sum(mixture(o) for o in orders if t in o) / sum(t in o for o in orders) for t in U}
+    assert max(mean, key=mean.get) == "Sydney"
+    solve = state["trace"][3]
+    assert solve["identifiable"] and solve["solver_fallbacks"] == 0
+    assert state["position_weights"] == pytest.approx(W, abs=0.01)
+    title_of = {p.id: p.title for p in passages}
+    best_first = sorted(U, key=U.get, reverse=True)
+    assert [title_of[i] for i in state["ranking"]] == best_first
+    assert dict(zip(best_first, sorted(state["utilities"], reverse=True), strict=True)) == pytest.approx(U, abs=0.05)
+    assert titles(state["documents"]) == best_first[:3]
+    # the answer prompt reads the top k in utility order, the best one next to the question
+    read = titles_in(llm.prompts[-1].rsplit("Passages:", 1)[1])
+    assert read == best_first[:3][::-1] and state["answer"] == "Canberra"
 
 
 class EmptyStore:

@@ -199,7 +199,11 @@ def test_retrieved_instructions_do_not_change_control_flow():
 
 
 def test_trace_is_json_ready(memory_store):
+    """Plain JSON, unchanged by a round trip: no NaN, no numpy scalars, no tuples, no non-string keys."""
     import json
 
     state = run(consistent_llm(sc_answer=" Danube"), memory_store, max_iterations=2)
-    json.dumps({"trace": state["trace"], "rounds": state["rounds"]})
+    record = {"trace": state["trace"], "rounds": state["rounds"]}
+    assert json.loads(json.dumps(record, allow_nan=False)) == record
+    assert [r["iteration"] for r in record["rounds"]] == [1, 2] and len(record["trace"]) == 9
+    assert all(r["sc"]["score"] < 0.7 and r["evidence"] for r in record["rounds"])
