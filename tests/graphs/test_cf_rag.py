@@ -140,7 +140,7 @@ def test_stream_shows_every_stage_and_trace_has_per_stage_figures(memory_store):
     assert [e["path"] for e in samples] == [0, 1]
     score = next(e for e in events if e["type"] == "score")
     assert {"phi_coh", "phi_causal", "psi", "agreement"} <= set(score)
-    assert nodes[:3] == ["explore_counterfactuals", "dialectical_retrieve", "cluster_and_sample"]
+    assert nodes[:4] == ["retrieve", "explore_counterfactuals", "dialectical_retrieve", "cluster_and_sample"]
     by_node = {e["node"]: e for e in state["trace"]}
     assert by_node["dialectical_retrieve"]["pool"] > 0 and by_node["cluster_and_sample"]["clusters"] >= 1
     assert by_node["arbitrate"]["relevance_source"] == "llm-query-likelihood"

@@ -39,7 +39,7 @@ def run(llm, store, question=BRIDGE, **params):
 
 def test_registered_with_paper_defaults():
     params = causalrag.METHODS["retro"].parameters()
-    assert (params["max_iterations"], params["evidence_size"], params["threshold"], params["retrieval"]) == (5, 5, 0.7, "bm25")
+    assert (params["max_iterations"], params["evidence_size"], params["threshold"], params["retrieval"]) == (5, 5, 0.7, "dense")
     assert params["gate_threshold"] == 0.5 and params["sc_temperature"] == 1.0
 
 
