@@ -30,15 +30,22 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-import httpx
-from langgraph.checkpoint.memory import InMemorySaver
+from _needs import LLAMA_SERVER, need
 
-import causalrag
-from causalrag.corpus import hotpotqa_questions
-from causalrag.tools.backends.base import bundled_gguf
-from causalrag.tools.backends.openai import OpenAILLM
-from causalrag.tools.store import Passage, Store
+need("llamacpp", *LLAMA_SERVER)
+need("openai", "httpx")
+
+import httpx  # noqa: E402
+from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
+
+import causalrag  # noqa: E402
+from causalrag.corpus import hotpotqa_questions  # noqa: E402
+from causalrag.tools.backends.base import bundled_gguf  # noqa: E402
+from causalrag.tools.backends.openai import OpenAILLM  # noqa: E402
+from causalrag.tools.store import Passage, Store  # noqa: E402
 
 
 class Counted(OpenAILLM):
@@ -71,6 +78,22 @@ class Counted(OpenAILLM):
             yield from super().stream(prompt, **kwargs)
         finally:
             self._leave()
+
+
+@contextmanager
+def llama_server(threads: int, cache: bool = False) -> Iterator[str]:
+    """llama-cpp-python's server on the bundled GGUF while the block runs: its base URL. Stopped at the end,
+    on SIGTERM too (a timeout)."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    proc, url = start_server(threads, cache)
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 def start_server(threads: int, cache: bool = False) -> tuple[subprocess.Popen, str]:
@@ -107,9 +130,7 @@ def main() -> None:
     rows = hotpotqa_questions()[: args.questions]
     questions = [{"question": r["question"]} for r in rows]
     passages = [Passage(t, " ".join(s)) for r in rows for t, s in r["context"]]
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout still stops the server (finally below)
-    proc, url = start_server(args.threads, args.cache)
-    try:
+    with llama_server(args.threads, args.cache) as url:
         llm = Counted(url, api="completions", sampling={"repeat_penalty": 1.0}, max_concurrency=args.concurrency)
         store = Store.in_memory(passages)
         if args.method == "cf_rag":
@@ -153,12 +174,6 @@ def main() -> None:
             same = sum(a == b for a, b in zip(answers, base[1]))
             print(f"{name:<9} {seconds:>8.1f} {base[0] / seconds:>8.2f}× {llm.most:>10} {llm.usage.calls - calls:>10}  {same}/{len(answers)}", flush=True)
         print(f"load {os.getloadavg()[0]:.1f} at the end")
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 if __name__ == "__main__":

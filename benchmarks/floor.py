@@ -21,18 +21,21 @@ Usage: ``python benchmarks/floor.py [--questions 3] [--methods all]``
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
-from cost import machine  # importing cost.py first gives the run a fresh CAUSALRAG_HOME
+from _needs import need
 
-from causalrag.corpus import hotpotqa_questions
-from causalrag.eval.runner import EvalConfig, run_eval
-from causalrag.graphs.registry import methods as registry
-from causalrag.tools.backends.llamacpp import LlamaCppLLM, log_normalizer
+need("llamacpp", "llama_cpp")
+
+from cost import machine  # noqa: E402  (importing cost.py first gives the run a fresh CAUSALRAG_HOME)
+
+from causalrag.corpus import hotpotqa_questions  # noqa: E402
+from causalrag.eval.runner import EvalConfig, run_eval  # noqa: E402
+from causalrag.graphs.registry import methods as registry  # noqa: E402
+from causalrag.tools.backends.llamacpp import LlamaCppLLM, log_normalizer  # noqa: E402
 
 
 def median_seconds(run, repeats: int) -> float:
@@ -112,9 +115,6 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=3)
     parser.add_argument("--methods", default="all", help="Comma-separated; standard_rag is always measured (the ratios' base).")
     args = parser.parse_args()
-    if importlib.util.find_spec("llama_cpp") is None:
-        print("floor: llama.cpp is not installed (pip install 'causalrag[llamacpp]'); nothing to measure.")
-        return
     chosen = list(registry()) if args.methods == "all" else args.methods.split(",")
     methods = ["standard_rag", *[m for m in chosen if m != "standard_rag"]]
     print(f"floor: {args.questions} HotpotQA questions, CPU-sized knobs, llama.cpp; {machine()}", flush=True)

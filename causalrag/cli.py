@@ -402,6 +402,10 @@ def eval_(
     ] = [],  # noqa: B006 - typer reads the default
     cpu: Annotated[bool, typer.Option("--cpu", help="Each method's CPU-sized parameters, as `causalrag demo` uses on a CPU (-p overrides them).")] = False,
     backend: BackendOpt = None,
+    concurrency: Annotated[int, typer.Option(help="Questions in flight at once: their requests overlap on an OpenAI-compatible server; "
+                                                  "a local model answers one call at a time.")] = 1,
+    shard: Annotated[Optional[str], typer.Option(help="I/N: only this machine's share of the questions (by a hash of their ids); "
+                                                      "`causalrag report` merges the N run folders.")] = None,
 ) -> None:
     """Evaluate methods on a dataset; one JSON line per (method, question, K) in OUT/results.jsonl, resumable."""
     from causalrag.eval.report import markdown_table, summarize
@@ -412,8 +416,9 @@ def eval_(
         ks = sorted({int(k) for k in inject.split(",") if k.strip()})
     except ValueError:
         raise CausalRAGError(f"--inject {inject!r} is not a comma-separated list of numbers, e.g. 0,4,8.") from None
-    config = EvalConfig(dataset, chosen, setting, ks or [0], limit, _method_params(chosen, param, cpu=cpu), model, seed, instruction, collection, backend)
-    rows = run_eval(config, out_dir)
+    config = EvalConfig(dataset, chosen, setting, ks or [0], limit, _method_params(chosen, param, cpu=cpu), model, seed, instruction,
+                        collection, backend, shard)
+    rows = run_eval(config, out_dir, concurrency=concurrency)
     mine = [r for r in rows if r["method"] in chosen and r["inject"] in config.inject]
     out.print(markdown_table(summarize(mine, resamples=500)), highlight=False, markup=False)
     out.print(line(f"{len(mine)} results in {out_dir}; `causalrag report {out_dir}` writes the report and plots."))

@@ -20,6 +20,7 @@
 | CAUSALRAG_OPENAI_KEY| API key sent as a bearer token, when the server wants one            | none                     |
 | CAUSALRAG_OPENAI_CHAT_TEMPLATE | Jinja chat-template file of the served model (scored choices on the chat API) | none |
 | CAUSALRAG_OPENAI_CONTEXT | context window of the served model, in tokens (prompts are fitted to it) | 8192 |
+| CAUSALRAG_OPENAI_CONCURRENCY | requests one client keeps in flight (``causalrag eval --concurrency N`` needs N or more) | 4 |
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ class Settings:
     openai_key: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_OPENAI_KEY") or None)
     openai_chat_template: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_OPENAI_CHAT_TEMPLATE") or None)
     openai_context: int = field(default_factory=lambda: _env_count("CAUSALRAG_OPENAI_CONTEXT", 8192))
+    openai_concurrency: int = field(default_factory=lambda: _env_count("CAUSALRAG_OPENAI_CONCURRENCY", 4))
 
     @property
     def chroma_dir(self) -> Path:

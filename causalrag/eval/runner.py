@@ -1,10 +1,21 @@
 """Run methods over a dataset: every (method, question, K injected passages) once, resumable.
 
 One JSON line per result is appended to ``OUT/results.jsonl`` as soon as it is known (flushed and
-synced), so an interrupted run loses at most the result in flight; rerunning the same command skips
-every finished key and a half-written last line is dropped. ``OUT/config.json`` records the
-settings; a rerun with different settings (dataset, setting, seed, parameters, ...) into the same
-folder is refused rather than mixing results. One model load and one embedding model serve the run.
+synced, by one writer thread), so an interrupted run, even by ``kill -9``, loses at most the results in
+flight; rerunning the same command skips every finished key and a half-written last line is dropped.
+``OUT/config.json`` records the settings; a rerun with different settings (dataset, setting, seed,
+parameters, shard, ...) into the same folder is refused rather than mixing results. One model load and
+one embedding model serve the run.
+
+``concurrency`` questions are in flight at once (worker threads; 1 runs them in the calling thread, so
+Ctrl-C stops the question at once; with more, the questions in flight finish first and are asked again
+on resume). Against an OpenAI-compatible server their requests overlap (up to the backend's own limit,
+``CAUSALRAG_OPENAI_CONCURRENCY``); the local backends hold one lock per model, so their calls run one at
+a time, safely, and only the work around them overlaps.
+
+``shard="I/N"`` asks only the questions whose id hashes to shard I of N (SHA-256 of the id, modulo N:
+stable across machines, dataset order and ``--limit``, about 1/N each); the open setting's corpus still
+holds every question's passages, so shards merged by :func:`merge_runs` equal one whole run.
 
 A method that raises on a question gets a result row with ``error`` set (and empty answer), so
 reports count failures instead of silently skipping them; an interrupt (Ctrl-C) is never recorded,
@@ -14,11 +25,15 @@ stops the run with its one sentence, since every question would fail the same wa
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
+import hashlib
 import json
 import os
+import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -43,8 +58,9 @@ from causalrag.eval.settings import CachedEmbeddings, Pools, gold_ids
 
 RESULTS = "results.jsonl"
 CONFIG = "config.json"
-MUST_MATCH = ("dataset", "setting", "seed", "instruction", "params", "model", "collection", "backend")
-"""Settings that change what a result means: a resumed run must use the same ones."""
+MUST_MATCH = ("dataset", "setting", "seed", "instruction", "params", "model", "collection", "backend", "shard")
+"""Settings that change what a result means: a resumed run must use the same ones (merged runs too, but for
+``params``, which are per method, and ``shard``, which differs by design)."""
 SETUP_ERRORS = (
     BackendUnavailableError, CollectionNotFoundError, DamagedStoreError, EmptyCollectionError, ModelNotFoundError,
     ScoringUnavailableError, ServerUnreachableError, StoreUnreachableError,
@@ -75,6 +91,8 @@ class EvalConfig:
     """Open setting over a dataset without passages: the collection to retrieve from."""
     backend: str | None = None
     """LLM backend; ``None`` takes ``CAUSALRAG_BACKEND`` (``auto`` resolved), recorded so runs on different backends never mix."""
+    shard: str | None = None
+    """``"I/N"``: only the questions of shard I of N (1 ≤ I ≤ N; :func:`in_shard`), for one of N machines."""
 
 
 class _NoPools:
@@ -91,6 +109,26 @@ class _NoPools:
 
 def result_key(method: str, question_id: str, inject: int) -> str:
     return f"{method}|K={inject}|{question_id}"
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"I/N"`` → (I, N), or one sentence naming the form."""
+    index, _, count = str(text).partition("/")
+    try:
+        i, n = int(index), int(count)
+    except ValueError:
+        i = n = 0
+    if not 1 <= i <= n:
+        raise CausalRAGError(f"--shard {text!r} is not I/N with 1 <= I <= N: e.g. 2/4 for the second of four machines.")
+    return i, n
+
+
+def in_shard(question_id: str, shard: str | None) -> bool:
+    """Whether a question belongs to ``shard`` ("I/N"; None: every question): SHA-256 of its id, modulo N."""
+    if shard is None:
+        return True
+    i, n = parse_shard(shard)
+    return int.from_bytes(hashlib.sha256(question_id.encode("utf-8")).digest()[:8], "big") % n == i - 1
 
 
 # --------------------------------------------------------------------------- the results file
@@ -169,9 +207,9 @@ def merge_runs(folders: Sequence[Path], out: Path) -> None:
     configs = [_read_config(f) for f in folders if (Path(f) / CONFIG).exists()]
     if len(configs) < len(folders):
         raise CausalRAGError("Every merged folder needs its config.json: pass folders written by `causalrag eval --out`.")
-    merged = dict(configs[0], methods=[], inject=[], params={})
+    merged = dict(configs[0], methods=[], inject=[], params={}, shard=_merged_shards([c.get("shard") for c in configs]))
     for folder, config in zip(folders, configs):
-        differ = [k for k in MUST_MATCH if k != "params" and config.get(k) != configs[0].get(k)]
+        differ = [k for k in MUST_MATCH if k not in ("params", "shard") and config.get(k) != configs[0].get(k)]
         clash = [m for m, p in config.get("params", {}).items() if merged["params"].get(m, p) != p]
         if differ or clash:
             raise CausalRAGError(f"{folder} was run with other settings ({', '.join(differ + clash)}) than {folders[0]}: its results do not compare.")
@@ -187,6 +225,18 @@ def merge_runs(folders: Sequence[Path], out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / CONFIG).write_text(json.dumps(merged, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     (out / RESULTS).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows.values()), encoding="utf-8")
+
+
+def _merged_shards(shards: Sequence[str | None]) -> str | None:
+    """The shard field of merged runs: None when none was sharded or every shard of N is there, else the
+    shards they hold ("1/4,3/4"); shards of different N do not split one dataset alike."""
+    parts = {parse_shard(s) for s in shards if s is not None}
+    if len({n for _, n in parts}) > 1:
+        split = ", ".join(sorted(filter(None, shards)))
+        raise CausalRAGError(f"The runs were sharded differently ({split}): merge shards of one I/N split.")
+    if not parts or len(parts) == next(iter(parts))[1]:
+        return None
+    return ",".join(f"{i}/{n}" for i, n in sorted(parts))
 
 
 # --------------------------------------------------------------------------- one result
@@ -264,6 +314,33 @@ class _Progress:
         self.bar.close()
 
 
+def _completed(jobs: Sequence[Any], work: Callable[[Any], dict], concurrency: int) -> Iterator[dict]:
+    """``work(job)`` for every job, yielded as each finishes: one after another in this thread, or
+    ``concurrency`` at a time in worker threads (each with a copy of this thread's context variables)."""
+    if concurrency <= 1:
+        yield from map(work, jobs)
+        return
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="causalrag-eval") as pool:
+        futures = [pool.submit(contextvars.copy_context().run, work, job) for job in jobs]
+        try:
+            for future in as_completed(futures):
+                yield future.result()
+        finally:  # a setup error or Ctrl-C: start nothing new (the pool waits for the questions in flight)
+            for future in futures:
+                future.cancel()
+
+
+def _check_concurrency(concurrency: int, llm: Any) -> None:
+    if not isinstance(concurrency, int) or concurrency < 1:
+        raise CausalRAGError(
+            f"--concurrency {concurrency!r} is not valid: give the number of questions in flight, at least 1."
+        )
+    limit = getattr(llm, "max_concurrency", None)
+    if concurrency > 1 and limit is not None and limit < concurrency:
+        print(f"note: {concurrency} questions in flight, but the openai backend sends at most {limit} requests "
+              f"at once: set CAUSALRAG_OPENAI_CONCURRENCY={concurrency} or more.", file=sys.stderr)
+
+
 def run_eval(
     config: EvalConfig,
     out: str | Path,
@@ -272,15 +349,20 @@ def run_eval(
     embeddings: Any = None,
     progress: bool = True,
     on_result: Callable[[dict], None] | None = None,
+    concurrency: int = 1,
 ) -> list[dict]:
     """Run every pending (method, question, K) of ``config`` into ``out``; returns all results of the folder.
 
-    ``llm`` / ``embeddings`` replace the default model and embedding model (e.g. a fake in tests).
+    ``llm`` / ``embeddings`` replace the default model and embedding model (e.g. a fake in tests);
+    ``concurrency`` questions are in flight at once (module docstring).
     """
     from causalrag.graphs.registry import build_graph, get_method, make_context
 
+    _check_concurrency(concurrency, None)
     for method in config.methods:
         make_context(method, **config.params.get(method, {}))  # unknown names and bad values fail before any work
+    if config.shard is not None:
+        parse_shard(config.shard)
     default_model = llm is None and config.model is None and config.backend is None
     if config.backend is None:
         from causalrag.tools.llm import choose_backend
@@ -298,8 +380,9 @@ def run_eval(
     examples = dataset[: config.limit] if config.limit else dataset
     if not examples:
         raise CausalRAGError(f"Dataset {config.dataset!r} has no questions.")
+    mine = [ex for ex in examples if in_shard(ex.id, config.shard)]
     pending = [
-        (k, ex, m) for k in config.inject for ex in examples for m in config.methods
+        (k, ex, m) for k in config.inject for ex in mine for m in config.methods
         if result_key(m, ex.id, k) not in finished
     ]
     if any(config.inject) and not any(e.passages for e in examples):
@@ -313,6 +396,7 @@ def run_eval(
         from causalrag.tools.llm import default_llm, load_llm
 
         llm = default_llm() if default_model else load_llm(config.model or settings().model, settings().device, config.backend)
+    _check_concurrency(concurrency, llm)
     if embeddings is None:
         from causalrag.tools.encoders import default_embeddings
 
@@ -325,50 +409,57 @@ def run_eval(
             todo = {(ex.id, m) for kk, ex, m in pending if kk == k}
             if not todo:
                 continue
-            pooled = [with_distractors(ex, k, donors=dataset, seed=config.seed, instruction=config.instruction) for ex in examples]
+            # the open setting's corpus holds every asked question's passages, whichever shard asks it
+            pooled = [with_distractors(ex, k, donors=dataset, seed=config.seed, instruction=config.instruction)
+                      for ex in (examples if config.setting == "open" else mine)]
             asked = {ex.id for ex in examples}
             rest = [ex for ex in dataset if ex.id not in asked]
             retrieving = any(get_method(m).retrieves for m in config.methods)
             pools = Pools(config.setting, pooled, embeddings, collection=config.collection, background=rest) if retrieving else _NoPools()
+            originals = {ex.id: ex for ex in examples}
+            jobs = [(originals[ex.id], ex, m) for ex in pooled for m in config.methods if (ex.id, m) in todo]
+
+            def ask(job: tuple[Example, Example, str], k: int = k, pools: Any = pools) -> dict:
+                original, ex, method = job
+                injected = asserted_answers(original, k, donors=dataset, seed=config.seed) if k else []
+                asserted = [*original.wrong_answers, *injected]
+                params = config.params.get(method, {})
+                ctx = make_context(method, llm=llm, store=pools.store, ids=pools.ids_for(ex), **params)
+                started = time.perf_counter()
+                try:
+                    state, error = graphs[method].invoke({"question": ex.question}, context=ctx), None
+                except SETUP_ERRORS:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - one failing question must not end the run
+                    state, error = {}, f"{type(exc).__name__}: {exc}"
+                return {
+                    "key": result_key(method, ex.id, k),
+                    "method": method,
+                    "question_id": ex.id,
+                    "inject": k,
+                    "instruction": config.instruction,
+                    "setting": config.setting,
+                    "dataset": config.dataset,
+                    "type": ex.type,
+                    "condition": ex.condition,
+                    "question": ex.question,
+                    "answers": ex.answers,
+                    **score_result(state, ex, gold=gold_ids(original), pool=pools.ids_for(ex), asserted=asserted,
+                                   k=ctx.k),
+                    "wall_seconds": round(time.perf_counter() - started, 3),
+                    "error": error,
+                    "params": params,
+                    "seed": config.seed,
+                    "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                }
+
             try:
-                for original, ex in zip(examples, pooled):
-                    gold = gold_ids(original)
-                    asserted = [*original.wrong_answers, *(asserted_answers(original, k, donors=dataset, seed=config.seed) if k else [])]
-                    for method in config.methods:
-                        if (ex.id, method) not in todo:
-                            continue
-                        ctx = make_context(method, llm=llm, store=pools.store, ids=pools.ids_for(ex), **config.params.get(method, {}))
-                        started = time.perf_counter()
-                        try:
-                            state, error = graphs[method].invoke({"question": ex.question}, context=ctx), None
-                        except SETUP_ERRORS:
-                            raise
-                        except Exception as exc:  # noqa: BLE001 - one failing question must not end the run
-                            state, error = {}, f"{type(exc).__name__}: {exc}"
-                        row = {
-                            "key": result_key(method, ex.id, k),
-                            "method": method,
-                            "question_id": ex.id,
-                            "inject": k,
-                            "instruction": config.instruction,
-                            "setting": config.setting,
-                            "dataset": config.dataset,
-                            "type": ex.type,
-                            "condition": ex.condition,
-                            "question": ex.question,
-                            "answers": ex.answers,
-                            **score_result(state, ex, gold=gold, pool=pools.ids_for(ex), asserted=asserted, k=ctx.k),
-                            "wall_seconds": round(time.perf_counter() - started, 3),
-                            "error": error,
-                            "params": config.params.get(method, {}),
-                            "seed": config.seed,
-                            "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                        }
-                        _append(results_path, row)
-                        written.append(row)
-                        bar.add(row)
-                        if on_result:
-                            on_result(row)
+                for row in _completed(jobs, ask, concurrency):  # rows are written here, by this thread only
+                    _append(results_path, row)
+                    written.append(row)
+                    bar.add(row)
+                    if on_result:
+                        on_result(row)
             finally:
                 pools.close()
     finally:

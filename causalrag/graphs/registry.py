@@ -88,8 +88,11 @@ def parse_params(name: str, assignments: Sequence[str]) -> dict[str, Any]:
 def build_graph(name: str, *, checkpointer: Any = None, **params: Any) -> CompiledStateGraph:
     """Compile method ``name``; ``params`` (and ``llm=``, ``store=``) become its default context.
 
-    A ``context=`` passed to ``invoke``/``stream`` replaces these defaults for that run
-    (a dict is read as the method's context dataclass, so ``context={"k": 3}`` works too).
+    A ``context=`` passed to ``invoke``/``stream`` merges over these defaults for that run, field by
+    field: the fields it names win, every other field (``llm`` and ``store`` too) keeps its bound value.
+    A dict names its keys (``context={"k": 5}`` changes ``k`` only); a context dataclass names the
+    fields given to its constructor and any assigned afterwards (``StandardRAGContext(k=5)`` likewise),
+    even when a value equals the class default (:meth:`causalrag.state.base.RAGContext.over`).
     """
     defaults = make_context(name, **params)
     graph = get_method(name).build().compile(checkpointer=checkpointer, name=name)

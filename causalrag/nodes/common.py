@@ -2,7 +2,7 @@
 
 * :func:`traced` wraps a node so its ``trace`` entry records seconds and LLM usage (and any
   scores the node adds as ``{"trace": [{...}]}``);
-* :func:`context` resolves ``runtime.context`` (or the defaults bound by ``build_graph``);
+* :func:`context` resolves ``runtime.context`` merged over the defaults bound by ``build_graph``;
   :func:`llm_of` / :func:`store_of` its model and store (the process-wide defaults when None);
 * :func:`emit_evidence` / :func:`emit` stream small typed events to ``stream_mode="custom"``, and a
   final answer to ``"messages"`` too; :func:`stream_text` streams generated text to both;
@@ -39,16 +39,18 @@ DEFAULT_CONTEXT_KEY = "causalrag_context"
 
 
 def context(runtime: Runtime[C]) -> C:
-    """The run's context: the one passed to ``invoke``/``stream`` (checked like ``build_graph``'s parameters,
-    so a bad value is one sentence), else the one ``build_graph`` bound."""
-    if runtime.context is not None:
-        return check_context(runtime.context)
+    """The run's context: the one passed to ``invoke``/``stream`` merged over the one ``build_graph`` bound
+    (:meth:`RAGContext.over`: the fields the caller named win, the rest keep the bound values), checked like
+    ``build_graph``'s parameters so a bad value is one sentence; else the bound one."""
     bound = get_config().get("configurable", {}).get(DEFAULT_CONTEXT_KEY)
-    if bound is None:
+    given = runtime.context
+    if given is None and bound is None:
         raise CausalRAGError(
             "This graph has no context: build it with causalrag.build_graph(name) or pass context=... to invoke."
         )
-    return bound
+    if given is None:
+        return bound
+    return check_context(given if bound is None else given.over(bound))
 
 
 def llm_of(ctx: RAGContext) -> Any:

@@ -8,13 +8,15 @@ per method that extends :class:`RAGContext`.
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, Self, TypedDict
 
 from langchain_core.documents import Document
 
 from causalrag.config import DEMO_COLLECTION
+from causalrag.errors import UnknownParameterError
 
 
 class InputState(TypedDict):
@@ -38,6 +40,11 @@ class RAGContext:
     ``llm`` and ``store`` default to the process-wide model (``CAUSALRAG_MODEL`` or the bundled
     Gemma 3 270M) and the ``collection`` store, which nodes resolve on first use
     (``causalrag.nodes.common.llm_of`` / ``store_of``); pass your own objects to swap them.
+
+    A context given to ``invoke``/``stream`` merges over the one ``build_graph`` bound, field by field
+    (:meth:`over`): the fields its caller *named* win (the keyword arguments of its constructor, which
+    for a dict context are the dict's keys, and any field assigned afterwards); every other field keeps
+    the bound value. Naming a field counts even when the value equals the class default.
     """
 
     llm: Any = None
@@ -52,6 +59,39 @@ class RAGContext:
     """Restrict retrieval to these passage ids (e.g. one question's own paragraphs)."""
     max_new_tokens: int = 24
     """Token budget of the final short answer."""
+
+    def __new__(cls, *args: Any, **fields: Any) -> Self:
+        unknown = sorted(set(fields) - {f.name for f in dataclasses.fields(cls)})
+        if unknown:  # e.g. context={"kk": 3}: one sentence rather than __init__'s TypeError
+            raise UnknownParameterError(cls.__name__, unknown, sorted(f.name for f in dataclasses.fields(cls)))
+        self = super().__new__(cls)
+        object.__setattr__(self, "_named", frozenset(fields))  # LangGraph builds a dict context as cls(**dict)
+        return self
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in self.__dict__:  # set again after __init__ set it once: the caller chose this value
+            object.__setattr__(self, "_named", self.named() | {name})
+            self.__dict__.pop("_over", None)
+        object.__setattr__(self, name, value)
+
+    def named(self) -> frozenset[str]:
+        """The fields a caller chose: the constructor's keyword arguments and any field assigned since."""
+        return self.__dict__.get("_named", frozenset())
+
+    def over(self, base: RAGContext) -> RAGContext:
+        """A context of ``base``'s class: this one's named fields over ``base``'s values (remembered per
+        ``base``, so every node of a run sees the same object and resolves the default model once)."""
+        kept = self.__dict__.get("_over")
+        if kept is not None and kept[0] is base:
+            return kept[1]
+        known = {f.name for f in dataclasses.fields(base) if f.init}
+        unknown = sorted(self.named() - known)
+        if unknown:
+            raise UnknownParameterError(type(base).__name__, unknown, sorted(known))
+        values = {name: getattr(base, name) for name in known} | {name: getattr(self, name) for name in self.named()}
+        merged = type(base)(**values)
+        object.__setattr__(self, "_over", (base, merged))
+        return merged
 
 
 Judgment = Literal["auto", "score", "generate"]

@@ -1,36 +1,36 @@
-"""BM25 for a whole collection that scales and that processes share: a sparse term-document matrix in
-files beside the collection, memory-mapped by every process that reads it.
+"""BM25 for a whole collection that scales and that processes share: bm25s's sparse index (every passage's
+term scores, precomputed) in files beside the collection, memory-mapped by every process that reads it.
 
-The scores are rank_bm25's ``BM25Okapi`` (k1 = 1.5, b = 0.75, a negative idf floored at 0.25 × the
-mean idf), computed only where a query term occurs (elsewhere rank_bm25 adds exactly 0), so rankings
-match it; a sub-pool (``rows``) gets its own statistics, as a ``BM25Okapi`` over those passages would.
-rank_bm25 keeps a dict of counts per passage and scores every passage for every query term: at 100k
-passages that is gigabytes per process and a Python loop over the collection per term.
+The scores are BM25Okapi's (k1 = 1.5, b = 0.75) on our tokens (lower-cased ``\\w+`` words): bm25s's
+``method="atire"`` is Okapi's term weight tf·(k1+1) / (tf + k1·(1 − b + b·|d|/avgdl)) and
+``idf_method="robertson"`` its idf, log((N − df + 0.5) / (df + 0.5)). Where they differ from rank_bm25's
+``BM25Okapi``: a term in more than half the passages (a negative idf) adds 0 here, where rank_bm25 adds
+0.25 × the mean idf, i.e. rank_bm25 with ``epsilon=0``; measured at 100k passages in benchmarks/lexical.py
+(the share of rank_bm25's top 10 found, query and build times, memory). A sub-pool (one question's own
+paragraphs) is indexed on the spot, with its own statistics, as a BM25 over those passages alone.
 
-Files: ``<folder>/<name>/{ids,lengths,indptr,terms,counts,vocab}.npy``, written into a temporary
-folder and renamed under a lock, so a reader never sees half an index; any change to the collection
-drops them and the next search rebuilds them once for all processes.
+Files: ``<folder>/<SHA-256 of the collection name>/`` (bm25s's ``.npy`` arrays and JSON vocabulary, and
+``ids.npy``), written into a temporary folder and renamed under a lock, so a reader never sees half an index
+and a collection name (up to 512 characters) never becomes a file name; any change to the collection drops
+them and the next search rebuilds them once for all processes. Indexes of the earlier format (a folder named
+after the collection) are not read: the first search rebuilds the index, and the old folder is removed.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import re
 import shutil
-from array import array
-from collections import Counter
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 
+import bm25s
 import numpy as np
-from scipy import sparse
 
-K1, B, EPSILON = 1.5, 0.75, 0.25  # rank_bm25's BM25Okapi defaults
-PARTS = ("ids", "lengths", "indptr", "terms", "counts", "vocab")
+K1, B = 1.5, 0.75  # rank_bm25's BM25Okapi defaults
 
 
 def tokenize(text: str) -> list[str]:
@@ -38,93 +38,66 @@ def tokenize(text: str) -> list[str]:
     return re.findall(r"\w+", text.lower())
 
 
-@dataclass(frozen=True)
+def index_name(collection: str) -> str:
+    """The file name of a collection's index: a hash, whatever the collection is called."""
+    return hashlib.sha256(collection.encode("utf-8")).hexdigest()
+
+
 class LexicalIndex:
-    ids: np.ndarray
-    """Passage ids, one per row."""
-    lengths: np.ndarray
-    """Tokens per passage."""
-    matrix: sparse.csr_matrix
-    """Term counts: one row per passage, one column per entry of ``vocab``."""
-    vocab: np.ndarray
-    """Sorted terms (a query term is found by binary search: no dictionary to build on load)."""
+    """bm25s's BM25 over passages, with their ids (one row per passage)."""
+
+    METHOD = {"method": "atire", "idf_method": "robertson"}
+    """bm25s's variant: BM25Okapi's term weight and idf (module docstring)."""
+
+    def __init__(self, ids: np.ndarray, bm25: bm25s.BM25 | None) -> None:
+        self.ids = ids
+        self.bm25 = bm25
+        """None when no passage has a word: every score is 0 (bm25s cannot index that)."""
 
     @classmethod
     def build(cls, ids: Sequence[str], texts: Sequence[str]) -> LexicalIndex:
-        """Counts as flat int arrays (not a dict per passage): 100k passages build in a few hundred MB."""
-        vocab: dict[str, int] = {}
-        terms, values = array("i"), array("i")
-        indptr, lengths = array("q", [0]), array("q")
-        for text in texts:
-            counts = Counter(tokenize(text))
-            terms.extend(vocab.setdefault(w, len(vocab)) for w in counts)
-            values.extend(counts.values())
-            indptr.append(len(terms))
-            lengths.append(sum(counts.values()))
-        words = np.array(list(vocab) or [""], dtype=str)
-        order = np.argsort(words)
-        rank = np.empty_like(order)
-        rank[order] = np.arange(len(order))
-        matrix = sparse.csr_matrix(
-            (np.frombuffer(values, dtype=np.int32), rank[np.frombuffer(terms, dtype=np.int32)], np.frombuffer(indptr, dtype=np.int64)),
-            shape=(len(lengths), len(words)),
-        )
-        return cls(np.array(ids, dtype=str), np.frombuffer(lengths, dtype=np.int64), matrix, words[order])
+        tokens = [tokenize(t) for t in texts]
+        bm25 = None
+        if any(tokens):
+            bm25 = bm25s.BM25(k1=K1, b=B, **cls.METHOD)
+            bm25.index(tokens, show_progress=False)
+        return cls(np.array(ids, dtype=str), bm25)
 
     def __len__(self) -> int:
         return len(self.ids)
 
-    @staticmethod
-    def _statistics(matrix: sparse.csr_matrix, lengths: np.ndarray) -> tuple:
-        """What every query over these passages reuses: term columns, document frequencies, idf, the
-        floor for negative idf, and each passage's length normalization."""
-        df = np.bincount(matrix.indices, minlength=matrix.shape[1])
-        idf = np.log(matrix.shape[0] - df + 0.5) - np.log(df + 0.5)
-        floor = EPSILON * idf[df > 0].sum() / max(1, int((df > 0).sum()))
-        lengths = lengths.astype(np.float64)
-        norm = K1 * (1 - B + B * lengths / (lengths.sum() / max(1, matrix.shape[0])))
-        return matrix.tocsc(), df, idf, floor, norm
-
-    @cached_property
-    def _whole(self) -> tuple:
-        return self._statistics(self.matrix, self.lengths)
-
-    def scores(self, query: str, rows: np.ndarray | None = None) -> np.ndarray:
-        """BM25Okapi score of every passage (of ``rows`` only, with their own statistics, when given)."""
-        columns, df, idf, floor, norm = self._whole if rows is None else self._statistics(self.matrix[rows], self.lengths[rows])
-        score = np.zeros(columns.shape[0])
-        for word in tokenize(query):  # repeated words count again, as in rank_bm25
-            t = int(np.searchsorted(self.vocab, word))
-            if t == len(self.vocab) or self.vocab[t] != word or not df[t]:
-                continue
-            where = columns.indices[columns.indptr[t] : columns.indptr[t + 1]]
-            tf = columns.data[columns.indptr[t] : columns.indptr[t + 1]].astype(np.float64)
-            weight = idf[t] if idf[t] >= 0 else floor
-            score[where] += weight * (tf * (K1 + 1) / (tf + norm[where]))
-        return score
+    def scores(self, query: str) -> np.ndarray:
+        """The BM25 score of every passage for ``query`` (repeated words count again, as in rank_bm25)."""
+        if self.bm25 is None:
+            return np.zeros(len(self.ids))
+        return self.bm25.get_scores_from_ids(self.bm25.get_tokens_ids(tokenize(query)))
 
     def save(self, folder: Path) -> None:
-        m = self.matrix
         tmp = folder.with_name(f"{folder.name}.tmp{os.getpid()}")
-        tmp.mkdir(parents=True, exist_ok=True)
-        for name, array in zip(PARTS, (self.ids, self.lengths, m.indptr, m.indices, m.data, self.vocab)):
-            np.save(tmp / f"{name}.npy", array)
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        if self.bm25 is not None:
+            self.bm25.save(tmp, show_progress=False)
+        np.save(tmp / "ids.npy", self.ids)
         shutil.rmtree(folder, ignore_errors=True)
         tmp.rename(folder)
 
     @classmethod
     def load(cls, folder: Path) -> LexicalIndex:
-        """Memory-mapped: processes on one machine share the pages."""
-        ids, lengths, indptr, terms, counts, vocab = (np.load(folder / f"{n}.npy", mmap_mode="r") for n in PARTS)
-        matrix = sparse.csr_matrix((counts, terms, indptr), shape=(len(ids), len(vocab)))
-        return cls(ids, lengths, matrix, vocab)
+        """Memory-mapped: processes on one machine share the pages (the vocabulary is read into each)."""
+        bm25 = None
+        if (folder / "params.index.json").exists():  # absent: no passage had a word
+            bm25 = bm25s.BM25.load(folder, mmap=True, show_progress=False)
+        return cls(np.load(folder / "ids.npy", mmap_mode="r"), bm25)
 
 
 class SharedIndex:
     """The lexical index of one collection: in files at ``folder`` (shared by processes), or in this process only."""
 
-    def __init__(self, folder: Path | None) -> None:
+    def __init__(self, folder: Path | None, *, legacy: Path | None = None) -> None:
         self.folder = folder
+        self.legacy = legacy
+        """Where an index of the earlier format may lie (removed when the new one is built)."""
         self._index: LexicalIndex | None = None
         self._stamp: int | None = None
 
@@ -158,6 +131,8 @@ class SharedIndex:
             index = self._on_disk()
             if index is None or len(index) != count:
                 LexicalIndex.build(*passages()).save(self.folder)
+                if self.legacy is not None:
+                    shutil.rmtree(self.legacy, ignore_errors=True)
                 index = self._on_disk()
         return index
 

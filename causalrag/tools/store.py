@@ -43,7 +43,7 @@ from causalrag.errors import (
 )
 from causalrag.params import COLLECTION_NAME
 from causalrag.text import readable
-from causalrag.tools.lexical import LexicalIndex, SharedIndex
+from causalrag.tools.lexical import LexicalIndex, SharedIndex, index_name
 
 log = logging.getLogger(__name__)
 
@@ -336,7 +336,8 @@ class Store:
         self.collection = collection
         self._embeddings = embeddings
         self._vectorstore = None
-        self._lexical = SharedIndex(self._lexical_folder())
+        folder = self._lexical_folder()
+        self._lexical = SharedIndex(folder and folder / index_name(collection), legacy=folder and folder / collection)
 
     @classmethod
     def in_memory(cls, passages: Sequence[Passage] = (), *, embeddings: Embeddings | None = None) -> Store:
@@ -519,13 +520,13 @@ class Store:
         ]
 
     def _lexical_folder(self) -> Path | None:
-        """Where the collection's BM25 index lives, for every process to share: beside a persistent
+        """The folder of the collections' BM25 indexes, for every process to share: beside a persistent
         collection, under ``CAUSALRAG_HOME`` for a server's; an in-memory store keeps it in memory."""
         if self.kind == "memory":
             return None
         server = f"{self.where}/{self.tenant}/{self.database}"  # a collection name is unique per tenant and database
         base = Path(self.where) if self.kind == "persistent" else settings().home / "lexical" / re.sub(r"\W+", "_", server)
-        return base / "causalrag-lexical" / self.collection
+        return base / "causalrag-lexical"
 
     def _lexical_texts(self) -> tuple[list[str], list[str]]:
         """Every passage's id and BM25 text (title and text), read from the collection once per index build."""

@@ -42,11 +42,63 @@ def test_stream_shows_evidence_tokens_and_answer(memory_store):
     assert [next(iter(u)) for mode, u in events if mode == "updates"] == ["retrieve", "answer"]
 
 
-def test_invoke_context_replaces_build_defaults(memory_store):
-    graph = build_graph("standard_rag", k=1, llm=FakeLLM(), store=memory_store)
+@pytest.fixture
+def no_default_model(monkeypatch):
+    """Loading the process-wide model would mean a bound ``llm`` was lost: make that fail at once."""
+
+    def refuse():
+        raise AssertionError("the default model was loaded: the bound llm was lost")
+
+    monkeypatch.setattr("causalrag.tools.llm.default_llm", refuse)
+
+
+def test_invoke_context_dict_merges_over_build_defaults(memory_store, no_default_model):
+    llm = FakeLLM(default=" Paris")
+    graph = build_graph("standard_rag", k=1, retrieval="bm25", llm=llm, store=memory_store)
     assert len(graph.invoke({"question": "Eiffel Tower"})["documents"]) == 1
-    state = graph.invoke({"question": "Eiffel Tower"}, context={"k": 4, "llm": FakeLLM(), "store": memory_store})
-    assert len(state["documents"]) == 4
+    state = graph.invoke({"question": "Eiffel Tower"}, context={"k": 3})
+    assert len(state["documents"]) == 3 and state["answer"] == "Paris" and len(llm.prompts) == 2  # llm and store kept
+    assert {d.metadata["retrieval"] for d in state["documents"]} == {"bm25"}  # so is retrieval
+    # a named field wins even when it equals the class default (RAGContext.k = 5) that build_graph changed
+    assert len(graph.invoke({"question": "Eiffel Tower"}, context={"k": 5})["documents"]) == 5
+    assert len(graph.invoke({"question": "Eiffel Tower"})["documents"]) == 1  # the bound context is untouched
+    other = FakeLLM(default=" Lyon")
+    assert graph.invoke({"question": "Eiffel Tower"}, context={"llm": other})["answer"] == "Lyon"
+
+
+def test_invoke_context_dataclass_merges_the_fields_it_names(memory_store, no_default_model):
+    graph = build_graph("standard_rag", k=1, retrieval="bm25", llm=FakeLLM(default=" Paris"), store=memory_store)
+    state = graph.invoke({"question": "Eiffel Tower"}, context=RAGContext(k=2))
+    assert len(state["documents"]) == 2 and state["answer"] == "Paris"
+    assert {d.metadata["retrieval"] for d in state["documents"]} == {"bm25"}
+    ctx = RAGContext()  # names nothing: every field keeps the bound value ...
+    assert len(graph.invoke({"question": "Eiffel Tower"}, context=ctx)["documents"]) == 1
+    ctx.retrieval = "dense"  # ... until assigned, even to the class default
+    state = graph.invoke({"question": "Eiffel Tower"}, context=ctx)
+    assert len(state["documents"]) == 1 and {d.metadata["retrieval"] for d in state["documents"]} == {"dense"}
+
+
+def test_context_names_its_constructor_arguments_and_assignments():
+    ctx = RAGContext(k=3, llm=None)
+    assert ctx.named() == {"k", "llm"}
+    ctx.max_new_tokens = 8
+    assert ctx.named() == {"k", "llm", "max_new_tokens"}
+    base = make_context("standard_rag", k=1, retrieval="bm25", collection="books")
+    merged = ctx.over(base)
+    assert (merged.k, merged.max_new_tokens, merged.retrieval, merged.collection) == (3, 8, "bm25", "books")
+    assert ctx.over(base) is merged  # one object per run, so every node resolves the default model once
+    ctx.k = 4
+    assert ctx.over(base).k == 4  # an assignment is seen by the next run
+    with pytest.raises(UnknownParameterError, match="has no parameter 'kk'"):
+        RAGContext(kk=3)
+
+
+def test_a_context_of_another_method_names_fields_this_one_lacks(memory_store):
+    graph = build_graph("standard_rag", llm=FakeLLM(), store=memory_store)
+    with pytest.raises(UnknownParameterError, match="has no parameter 'judge'"):
+        graph.invoke({"question": "Eiffel Tower"}, context=make_context("astute", judge="score"))
+    with pytest.raises(UnknownParameterError, match="has no parameter 'kk'"):
+        graph.invoke({"question": "Eiffel Tower"}, context={"kk": 3})
 
 
 def test_empty_question_is_a_clear_error(memory_store):

@@ -207,10 +207,11 @@ def postgres_server() -> Iterator[str]:
 
 # --------------------------------------------------------------------------- LangGraph's API server
 @contextmanager
-def langgraph_dev(folder: Path, env: dict[str, str], *, checkpointer: bool = False) -> Iterator[str]:
+def langgraph_dev(folder: Path, env: dict[str, str], *, checkpointer: bool = False, graphs: dict[str, str] | None = None) -> Iterator[str]:
     """``langgraph dev`` serving the graphs of the repo's ``langgraph.json`` (copied into ``folder`` with
-    absolute paths, so the server's working files stay out of the repo); with ``checkpointer``, its
-    checkpoints go to ``causalrag.checkpoints:server_checkpointer`` (PostgreSQL). Yields the server URL."""
+    absolute paths, so the server's working files stay out of the repo), plus ``graphs`` (name → ``PATH:attr``
+    relative to the repo); with ``checkpointer``, its checkpoints go to ``causalrag.checkpoints:server_checkpointer``
+    (PostgreSQL). Yields the server URL."""
     import json
 
     command = shutil.which("langgraph", path=str(BIN))
@@ -218,7 +219,7 @@ def langgraph_dev(folder: Path, env: dict[str, str], *, checkpointer: bool = Fal
         pytest.skip('langgraph-cli[inmem] is not installed (pip install "causalrag[dev]")')
     spec = json.loads((ROOT / "langgraph.json").read_text())
     spec["dependencies"] = [str(ROOT) if d == "." else d for d in spec["dependencies"]]
-    spec["graphs"] = {name: str(ROOT / target.removeprefix("./")) for name, target in spec["graphs"].items()}
+    spec["graphs"] = {name: str(ROOT / target.removeprefix("./")) for name, target in {**spec["graphs"], **(graphs or {})}.items()}
     if checkpointer:
         spec["checkpointer"] = {"path": f"{ROOT / 'causalrag' / 'checkpoints.py'}:server_checkpointer"}
     folder.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,8 @@
 ``langgraph_sdk`` and ``RemoteGraph`` as LangGraph users do; the server's store is a real Chroma server
 and, in the last test, its checkpoints go to a real PostgreSQL server.
 
-Proves: every graph in langgraph.json is served; a run takes its parameters as LangGraph ``context``;
+Proves: every graph in langgraph.json is served; a run takes its parameters as LangGraph ``context``, merged
+over what the deployment's ``build_graph`` bound;
 ``stream_mode`` custom / updates / messages carry the evidence events, node updates and answer tokens
 over HTTP; a bad parameter is one sentence in the run's error; with the ``checkpointer`` hook of
 langgraph.json pointing at ``causalrag.checkpoints:server_checkpointer``, a thread's steps are rows in
@@ -47,7 +48,7 @@ def server_env(home, chroma_url: str, **extra: str) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def api(tmp_path_factory, zoo):
     folder = tmp_path_factory.mktemp("langgraph-dev")
-    with langgraph_dev(folder, server_env(folder / "home", zoo)) as url:
+    with langgraph_dev(folder, server_env(folder / "home", zoo), graphs={"bound": "tests/servers/bound_graph.py:graph"}) as url:
         yield url
 
 
@@ -55,7 +56,7 @@ def test_sdk_invokes_and_streams_evidence_updates_and_tokens(api):
     from langgraph_sdk import get_sync_client
 
     client = get_sync_client(url=api)
-    assert {a["graph_id"] for a in client.assistants.search(limit=50)} == set(causalrag.METHODS)
+    assert {a["graph_id"] for a in client.assistants.search(limit=50)} == {*causalrag.METHODS, "bound"}
 
     state = client.runs.wait(None, "standard_rag", input={"question": QUESTION}, context=CONTEXT)
     assert state["answer"].strip()
@@ -72,6 +73,22 @@ def test_sdk_invokes_and_streams_evidence_updates_and_tokens(api):
     chunks = [p.data for p in parts if p.event == "messages"]
     assert chunks and all(meta["langgraph_node"] == "answer" for _, meta in chunks)
     assert "".join(chunk["content"] for chunk, _ in chunks).strip() == state["answer"]
+
+
+def test_run_context_merges_over_what_the_deployment_bound(api):
+    from langgraph_sdk import get_sync_client
+
+    from tests.servers.bound_graph import ANSWER
+
+    client = get_sync_client(url=api)
+    bound = client.runs.wait(None, "bound", input={"question": QUESTION})
+    assert bound["answer"] == ANSWER and [d["metadata"]["title"] for d in bound["documents"]] == ["quokka"]
+    state = client.runs.wait(None, "bound", input={"question": QUESTION}, context={"k": 2})
+    assert state["answer"] == ANSWER  # the bound LLM, collection and retrieval are kept ...
+    docs = state["documents"]
+    assert len(docs) == 2 and docs[0]["metadata"]["title"] == "quokka" and {d["metadata"]["retrieval"] for d in docs} == {"bm25"}
+    state = client.runs.wait(None, "bound", input={"question": QUESTION}, context={"max_new_tokens": 4, "k": 5})
+    assert state["answer"] == ANSWER and len(state["documents"]) == 3  # ... and k=5 (the class default) wins over k=1: all 3
 
 
 def test_remote_graph_invokes_and_streams(api):

@@ -83,6 +83,8 @@ class OpenAILLM(Judge):
         self.chat_template = chat_template
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(base_url=self.base_url + "/", headers=headers, timeout=timeout, transport=transport)
+        self.max_concurrency = max_concurrency
+        """Requests in flight at once, from every thread that uses this client."""
         self._pool = ThreadPoolExecutor(max_workers=max_concurrency, thread_name_prefix="openai-llm")
         self._post = retry(
             stop=stop_after_attempt(attempts),
@@ -97,12 +99,13 @@ class OpenAILLM(Judge):
 
     @classmethod
     def from_settings(cls, model: str | None = None) -> OpenAILLM:
-        """From ``CAUSALRAG_OPENAI_URL`` / ``_MODEL`` (else ``model``) / ``_API`` / ``_KEY``."""
+        """From ``CAUSALRAG_OPENAI_URL`` / ``_MODEL`` (else ``model``) / ``_API`` / ``_KEY`` / ``_CONCURRENCY``."""
         s = settings()
         if not s.openai_url:
             raise ServerUnreachableError(None)
         template = Path(s.openai_chat_template).expanduser().read_text(encoding="utf-8") if s.openai_chat_template else None
-        return cls(s.openai_url, s.openai_model or model, api=s.openai_api, api_key=s.openai_key, chat_template=template, context_window=s.openai_context)  # type: ignore[arg-type]
+        return cls(s.openai_url, s.openai_model or model, api=s.openai_api, api_key=s.openai_key, chat_template=template,
+                   context_window=s.openai_context, max_concurrency=s.openai_concurrency)  # type: ignore[arg-type]
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Estimated from the text's length: the OpenAI API has no tokenize call, and the estimate errs long."""
