@@ -361,7 +361,7 @@ def _most_reliable_scored(state: AstuteState, runtime: Runtime, candidates: Sequ
     everything = together(llm, question, list(state.get("documents") or []) + list(state.get("internal") or []))
     prompt = answer_prompt(question, everything)
     joint_answer = written_answer(llm, prompt, max_new_tokens=ctx.max_new_tokens)
-    answers = with_candidate([c["answer"] for c in candidates], joint_answer)
+    answers = with_candidate([c["answer"] for c in candidates], joint_answer, question)
     if not answers:
         return None, {"reliability": [], "joint_answer": joint_answer}
     joint = llm.choose([prompt], [answers])[0]

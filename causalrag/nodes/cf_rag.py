@@ -306,7 +306,7 @@ def pool_answers(ctx: CFRAGContext, question: str, pool: list[Document], read: d
     llm = llm_of(ctx)
     readings, read = read_cached(llm, question, pool, read)
     joint = written_answer(llm, answer_prompt(question, together(llm, question, pool[: ctx.k])), max_new_tokens=ctx.max_new_tokens)
-    return with_candidate([g.answer for g in group_readings(readings, [str(i) for i in range(len(pool))])], joint), read
+    return with_candidate([g.answer for g in group_readings(readings, [str(i) for i in range(len(pool))])], joint, question), read
 
 
 # --------------------------------------------------------------------------- Eq. 8 hypotheses
@@ -351,27 +351,30 @@ def arbitrate(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
     samples = state.get("samples") or []
     hyps = sorted(state.get("hypotheses") or [], key=lambda h: h["index"])
     evidence = {d.id: d for h in hyps for d in samples[h["index"]]}
+    if ctx.coherence == "pool":  # every path's answer is judged against all the dialectical evidence
+        evidence |= {d.id: d for d in state.get("pool") or []}
     ids = list(evidence)
     rel = query_relevance(llm, list(evidence.values()), [question, *(state.get("cf_queries") or [])])
     answers = [h["answer"] or "unknown" for h in hyps]
     vectors = embed(answers + [passage_text(evidence[i]) for i in ids])
     answer_vecs, evidence_vecs = vectors[: len(hyps)], vectors[len(hyps) :]
-    judged = judge_of(ctx) == "score"
+    scored_judgment = judge_of(ctx) == "score"
     if ctx.extended:
-        conf = [h.get("probability", 0.0) for h in hyps] if judged else confidences(llm, question, hyps, samples)
+        conf = [h.get("probability", 0.0) for h in hyps] if scored_judgment else confidences(llm, question, hyps, samples)
     else:
         conf = [0.0] * len(hyps)
     distinct = list(dict.fromkeys(answers))
     # Mention(a, e): the string test of Eq. 10, or the scored support P(a | e alone) among the hypotheses' answers
-    support = support_matrix(llm, question, list(evidence.values()), distinct) if judged and len(distinct) > 1 else None
+    support = support_matrix(llm, question, list(evidence.values()), distinct) if scored_judgment and len(distinct) > 1 else None
     scored = []
     for j, h in enumerate(hyps):
         rows = [ids.index(d.id) for d in samples[h["index"]]]
+        judged = list(range(len(ids))) if ctx.coherence == "pool" else rows
         if support is not None:
-            mention = np.array([support[r][distinct.index(answers[j])] for r in rows], dtype=float)
+            mention = np.array([support[r][distinct.index(answers[j])] for r in judged], dtype=float)
         else:
-            mention = np.array([mentions(h["answer"], passage_text(evidence[ids[r]])) for r in rows], dtype=float)
-        coh = cm.phi_coherence(evidence_vecs[rows] @ answer_vecs[j], rel[rows, 0], mention, ctx.lambda1, ctx.lambda2)
+            mention = np.array([mentions(h["answer"], passage_text(evidence[ids[r]])) for r in judged], dtype=float)
+        coh = cm.phi_coherence(evidence_vecs[judged] @ answer_vecs[j], rel[judged, 0], mention, ctx.lambda1, ctx.lambda2)
         causal = cm.phi_causal(rel[rows, 0], rel[rows, 1:])
         spec = cm.specificity(f"{h['answer']} {h['rationale']}")
         score = (

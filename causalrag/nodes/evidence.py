@@ -33,7 +33,18 @@ from scipy.special import expit
 
 from causalrag.nodes.common import fit
 from causalrag.prompts.common import ANSWER_STOP, NO_PASSAGE, answer_prompt, reading_prefix
-from causalrag.text import answer_spans, clean_answer, grounded, key_sentences, name_only, normalize_answer, one_line, question_options, same_answer
+from causalrag.text import (
+    answer_spans,
+    clean_answer,
+    grounded,
+    key_sentences,
+    name_only,
+    normalize_answer,
+    one_line,
+    question_options,
+    restates,
+    same_answer,
+)
 from causalrag.tools.backends.base import Choice
 
 
@@ -101,7 +112,7 @@ def read_each(llm, question: str, docs: Sequence[Document], *, max_new_tokens: i
         spans = []
         for i, (doc, out) in enumerate(zip(docs, written)):
             answer = grounded(clean_answer(out[0] if out else ""), passage_text(doc))
-            if answer:
+            if answer and not restates(answer, question):
                 readings[i] = Reading(answer, how="written")
             elif options := reading_options(question, doc):
                 spans.append((i, options))
@@ -184,10 +195,11 @@ def written_answer(llm, prompt: str, *, max_new_tokens: int = 24) -> str:
     return name_only(clean_answer(out[0] if out else ""))
 
 
-def with_candidate(options: Sequence[str], answer: str) -> list[str]:
-    """``options`` plus ``answer`` unless one of them already agrees with it (or it is empty)."""
+def with_candidate(options: Sequence[str], answer: str, question: str) -> list[str]:
+    """``options`` plus ``answer`` unless one of them already agrees with it, it is empty, or it only
+    restates the question (:func:`~causalrag.text.restates`)."""
     options = list(options)
-    if normalize_answer(answer) and not any(same_answer(answer, o) for o in options):
+    if normalize_answer(answer) and not restates(answer, question) and not any(same_answer(answer, o) for o in options):
         options.append(answer)
     return options
 

@@ -345,7 +345,7 @@ def scored_answer(state: RetroState, runtime: Runtime, ctx: RetroContext, source
     held, read = read_cached(llm, question, sources, state.get("read") or {})
     direct = prompts.direct_prompt(question, sources, facts)
     options = question_options(question) or with_candidate(
-        [g.answer for g in group_readings(held, [d.id for d in sources])], written_answer(llm, direct, max_new_tokens=ctx.max_new_tokens)
+        [g.answer for g in group_readings(held, [d.id for d in sources])], written_answer(llm, direct, max_new_tokens=ctx.max_new_tokens), question
     )
     iteration = state.get("iteration", 1)
     if not options:  # nothing to choose among (no reading, no written answer)
@@ -394,7 +394,7 @@ def check(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
     score = verdict["score"]
     reason = "consistent" if score > ctx.threshold else "max_iterations" if iteration >= ctx.max_iterations else ""
     emit(runtime, "score", "check", iteration=iteration, sc=verdict, stop=reason)
-    output = last_answer(final, sc_answer, state.get("rounds") or []) if reason else final
+    output = last_answer(final, score, sc_answer, state.get("rounds") or []) if reason else final
     if reason:
         emit(runtime, "answer", "final", answer=output, iteration=iteration, reason=reason)
     record = {
@@ -407,13 +407,21 @@ def check(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
     }
     return {"answer": output, "sc_score": score, "stop_reason": reason, "rounds": [record],
             "trace": [{"iteration": iteration, "sc": verdict, "stop": reason,
-                       "empty_answer": int(not normalize_answer(final) if verdict.get("scored") else verdict["raw"] is None), "empty_final_fallback": int(output != final)}]}
+                       "empty_answer": int(not normalize_answer(final) if verdict.get("scored") else verdict["raw"] is None), "empty_final_fallback": int(output != final and not normalize_answer(final)),
+                       "more_consistent_earlier": int(output != final and bool(normalize_answer(final)))}]}
 
 
-def last_answer(final: str, sc_answer: str, rounds: list[dict]) -> str:
-    """The run's output: a of the stopping iteration; when that is empty (the budget ran out on an empty
-    CoT answer), the latest earlier a, then this iteration's a_sc — a run that wrote any answer returns one."""
-    return next((a for a in (final, *(r["answer"] for r in reversed(rounds)), sc_answer) if normalize_answer(a)), final)
+def last_answer(final: str, score: float, sc_answer: str, rounds: list[dict]) -> str:
+    """The run's output when the loop stops: a consistent a as it is; when the budget ran out, the a of the
+    most self-consistent iteration (the latest on ties). The paper leaves this open; later iterations
+    read re-queried, less direct evidence, and its Figure 4 shows over-reasoning as they grow, so the
+    answer the model was surest of stands rather than simply the last. With no answer at all, this
+    iteration's a_sc — a run that wrote any answer returns one."""
+    tried = [(r["sc"]["score"], r["answer"]) for r in rounds] + [(score, final)]
+    answered = [(sc, a) for sc, a in tried if normalize_answer(a)]
+    if not answered:
+        return sc_answer if normalize_answer(sc_answer) else final
+    return max(reversed(answered), key=lambda t: t[0])[1]
 
 
 @traced

@@ -139,10 +139,10 @@ class Assessment(TypedDict, total=False):
     closed_book: str
     """The model's answer with no passage."""
     believed: str | None
-    """The candidate the model's knowledge holds over what the passages say, when it overrules them."""
+    """The answer the model's knowledge holds against what the passages say, when it overrules them."""
     groups: list[GroupRecord]
-    knowledge: dict
-    """The calibrated closed-book choice among the candidates (``Choice.as_dict()``)."""
+    confidence: float
+    """Mean per-token log-probability of ``closed_book``."""
 
 
 class TriageState(RAGState):
@@ -162,6 +162,11 @@ class RoutedContext(JudgedContext):
     the method's own aggregation when sources disagree, the model's knowledge when it overrules the
     passages); "paper": the paper's own path for every question, no assessment; "vote", "knowledge",
     "keep": one mechanism for every question (ablations)."""
-    knowledge_margin: float = 2.0
-    """How much more (calibrated per-token log-probability, closed book) the model must believe another
-    candidate than what the passages say before its knowledge overrules them."""
+    knowledge_confidence: float = -0.5
+    """How sure (mean per-token log-probability of its closed-book answer; −0.5 ≈ 0.61 per token) the
+    model must be before its own answer overrules what the passages say. Measured on the robustness
+    suite's dev half (docs/results.md): above it the bundled model's closed-book answers were right
+    nearly always; below it, overruling the passages cost more than it won."""
+    minority_confidence: float = -1.0
+    """How sure the model must be of its own answer to side with a minority of the sources against the
+    majority (the sources disagree, so less certainty is needed than to overrule all of them)."""

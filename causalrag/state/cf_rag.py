@@ -101,6 +101,13 @@ class CFRAGContext(RoutedContext):
     """Token budget of one hypothesis (answer line + one-line rationale)."""
     lam: float = 0.4
     """λ: causal weight in Ψ = (1 − λ)·φ_coh + λ·φ_causal (Algorithm 1, line 12)."""
+    coherence: Literal["pool", "sample"] = "pool"
+    """The evidence φ_coh averages over (Eq. 9). "sample": E_j, each path's own sample, as the paper writes
+    it; its score is then volume-invariant (App. C), so a path that drew only the two answer-swapped
+    passages of a pool scores as coherent as one that drew the three correct ones, and on the
+    conflict sets the swapped answer won more often than under standard RAG (issue 30). "pool": the
+    whole filtered evidence E, so an answer the pool supports more widely is more coherent; φ_causal
+    stays per path."""
     lambda1: float = 0.5
     """λ₁: weight of answer-evidence similarity in CoherenceFunction (Eq. 10)."""
     lambda2: float = 0.5
