@@ -38,9 +38,12 @@ def route_after_retrieve(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> L
 
 
 def send_hypotheses(state: CFRAGState) -> list[Send]:
-    """Fan out: one ``hypothesize`` branch per evidence sample E_j (Algorithm 1, lines 7-9)."""
+    """Fan out: one ``hypothesize`` branch per evidence sample E_j (Algorithm 1, lines 7-9), with the
+    readings of its passages alone."""
+    read = state.get("read") or {}
     return [
-        Send("hypothesize", {"question": state["question"], "index": j, "documents": docs, "candidates": state.get("candidates") or []})
+        Send("hypothesize", {"question": state["question"], "index": j, "documents": docs, "candidates": state.get("candidates") or [],
+                             "read": {d.id: read[d.id] for d in docs if d.id in read}})
         for j, docs in enumerate(state["samples"])
     ]
 

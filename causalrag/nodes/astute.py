@@ -24,7 +24,7 @@ from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
 from causalrag.nodes.common import context, emit, emit_evidence, judge_of, llm_of, question_of, stream_text, traced
-from causalrag.nodes.evidence import Reading, group_readings, passage_text, read_cached, read_jointly, together, with_candidate, written_answer
+from causalrag.nodes.evidence import Reading, group_readings, passage_text, read_cached, read_jointly, reliability, together, with_candidate, written_answer
 from causalrag.prompts.astute import (
     BLOCK_STOP,
     EXTERNAL,
@@ -365,8 +365,8 @@ def _most_reliable_scored(state: AstuteState, runtime: Runtime, candidates: Sequ
     if not answers:
         return None, {"reliability": [], "joint_answer": joint_answer}
     joint = llm.choose([prompt], [answers])[0]
-    confirmations = [max(0, len(c["sources"]) - 1) for c in candidates] + [0] * (len(answers) - len(candidates))
-    reliability = [n + p for n, p in zip(confirmations, joint.probs)]
-    best = max(range(len(answers)), key=reliability.__getitem__)
-    emit(runtime, "reliability", "select", answers=answers, reliability=[round(r, 4) for r in reliability])
-    return answers[best], {"reliability": [round(r, 4) for r in reliability], "joint_answer": joint_answer, "joint_choice": joint.as_dict()}
+    confirmed = [max(0, len(c["sources"]) - 1) for c in candidates] + [0] * (len(answers) - len(candidates))
+    scores = reliability(confirmed, joint)
+    best = max(range(len(answers)), key=scores.__getitem__)
+    emit(runtime, "reliability", "select", answers=answers, reliability=[round(r, 4) for r in scores])
+    return answers[best], {"reliability": [round(r, 4) for r in scores], "joint_answer": joint_answer, "joint_choice": joint.as_dict()}

@@ -204,6 +204,19 @@ def with_candidate(options: Sequence[str], answer: str, question: str) -> list[s
     return options
 
 
+def reliability(confirmations: Sequence[int], joint: Choice) -> list[float]:
+    """Cross-source confirmation first, the joint reading second: per answer, the sources beyond the first
+    that state it when read alone, plus its probability in the scored choice given the passages together
+    (below 1, so the joint reading decides only among equally confirmed answers, e.g. a bridge answer
+    that no single source gives)."""
+    return [n + p for n, p in zip(confirmations, joint.probs, strict=True)]
+
+
+def confirmations(answers: Sequence[str], readings: Sequence[Reading]) -> list[int]:
+    """Per answer, how many sources beyond the first state it when read alone."""
+    return [max(0, sum(r.votes and same_answer(r.answer or "", a) for r in readings) - 1) for a in answers]
+
+
 def read_jointly(llm, questions: Sequence[str], contexts: Sequence[Sequence[Document]], options: Sequence[Sequence[str]]) -> list[Choice]:
     """Scored choices among fixed candidate answers, each given its passages together (one batched call)."""
     prompts = [answer_prompt(q, together(llm, q, docs)) for q, docs in zip(questions, contexts)]

@@ -12,7 +12,7 @@ from typing import Annotated, Literal, TypedDict
 
 from langchain_core.documents import Document
 
-from causalrag.state.base import Assessment, OutputState, RoutedContext, TriageState
+from causalrag.state.base import Assessment, OutputState, ReadingRecord, RoutedContext, TriageState
 
 
 def add_or_reset(left: list[dict] | None, right: list[dict] | None) -> list[dict]:
@@ -55,6 +55,8 @@ class HypothesisTask(TypedDict):
     index: int
     documents: list[Document]
     candidates: list[str]
+    read: dict[str, ReadingRecord]
+    """The sample's passages read alone (from the pool's readings): each confirms the answer it states."""
 
 
 @dataclass(kw_only=True)

@@ -19,9 +19,17 @@ QUESTION = "What is the capital of Australia?"
 ROUTED = ("astute", "cf_rag", "retro")
 
 
+WORDINGS = (  # different enough that CF-RAG's near-duplicate filter (Eq. 4) keeps every source
+    "Official records name {} as the seat of the national government.",
+    "Parliament and the high court both sit in {}, which the constitution made the capital.",
+    "A travel guide to the region: {} is where visitors find the federal ministries.",
+    "School atlases mark {} with the star used for capitals.",
+    "In 1913 surveyors laid out {} as the planned home of government.",
+)
+
+
 def passages(*cities: str) -> list[Passage]:
-    return [Passage(f"Source {i}", f"Official records name {city} as the seat of the national government.")
-            for i, city in enumerate(cities, 1)]
+    return [Passage(f"Source {i}", WORDINGS[i - 1].format(city)) for i, city in enumerate(cities, 1)]
 
 
 def store_of(*cities: str) -> Store:
