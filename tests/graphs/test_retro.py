@@ -205,5 +205,5 @@ def test_trace_is_json_ready(memory_store):
     state = run(consistent_llm(sc_answer=" Danube"), memory_store, max_iterations=2)
     record = {"trace": state["trace"], "rounds": state["rounds"]}
     assert json.loads(json.dumps(record, allow_nan=False)) == record
-    assert [r["iteration"] for r in record["rounds"]] == [1, 2] and len(record["trace"]) == 9
+    assert [r["iteration"] for r in record["rounds"]] == [1, 2] and len(record["trace"]) == 10
     assert all(r["sc"]["score"] < 0.7 and r["evidence"] for r in record["rounds"])
