@@ -17,11 +17,12 @@ answer a question keeps when nothing conflicts), then :func:`assess` looks at th
 
 :func:`route_by_shape` then sends the question to one of three mechanisms, each its own node:
 
-* ``keep`` — nothing conflicts (every source that answers alone agrees with the joint reading), or no
-  passage answers alone (a bridge, read jointly): standard RAG's answer stands (do no harm);
-* ``vote`` — the sources disagree, or the joint reading disagrees with every source that answers
-  alone: the method's own isolate-and-aggregate mechanism (Astute's consolidation, CF-RAG's
-  hypotheses and Ψ, RetroRAG's loop);
+* ``keep`` — nothing conflicts (every source that answers alone agrees with the joint reading), no
+  passage answers alone (a bridge, read jointly), or the sources scatter over several answers with no
+  plurality to trust (a correlation trap's look-alikes): standard RAG's answer stands (do no harm);
+* ``vote`` — the sources disagree and one answer has a plurality of at least two, or the joint
+  reading disagrees with every source that answers alone: the method's own isolate-and-aggregate
+  mechanism (Astute's consolidation, CF-RAG's hypotheses and Ψ, RetroRAG's loop);
 * ``knowledge`` — the model's own answer contradicts what the passages say (their majority, their
   only answer, or their joint reading) and it is sure of it, or it sides with a minority of the
   sources and is fairly sure: :func:`trust_knowledge` (Astute reads its internal passages).
@@ -57,14 +58,18 @@ def confidence(llm, question: str, answer: str) -> float:
 def shape_of(groups: Sequence[Group], standard: str, closed: str, sure: float, ctx: RoutedContext) -> tuple[str, Route, str | None]:
     """(shape, route, the answer the model's knowledge holds against the passages) from the assessment.
 
-    Shapes: ``conflict`` (sources disagree, or the joint reading disagrees with every source that
-    answers alone), ``agree``, ``unanswered`` (no passage answers alone: a bridge, or noise), and
-    ``contradicted`` when the model's own answer overrules what the passages say: it is confident
-    (mean per-token log-probability ≥ ``knowledge_confidence``), or it sides with a minority of the
-    sources and is at least ``minority_confidence`` sure.
+    Shapes: ``conflict`` — the sources disagree and one answer has a plurality of at least two of them,
+    or the joint reading disagrees with every source that answers alone; ``scattered`` — several
+    answers, none with such a plurality (a correlation trap's look-alikes, noise): nothing to vote
+    with, the joint reading stands; ``agree``; ``unanswered`` (no passage answers alone: a bridge, or
+    noise); and ``contradicted`` when the model's own answer overrules what the passages say (their
+    first group, else the joint reading): it is sure of it (mean per-token log-probability ≥
+    ``knowledge_confidence``), or it sides with a minority of the sources and is at least
+    ``minority_confidence`` sure.
     """
     if len(groups) >= 2:
-        said, shape = groups[0].answer, "conflict"
+        sizes = [len(g.members) for g in groups]
+        said, shape = groups[0].answer, "conflict" if sizes[0] >= 2 and sizes[0] > sizes[1] else "scattered"
     elif groups:
         said = groups[0].answer
         shape = "agree" if not normalize_answer(standard) or same_answer(said, standard) else "conflict"

@@ -132,7 +132,7 @@ class Assessment(TypedDict, total=False):
     """What :func:`causalrag.nodes.triage.assess` saw: the shape of the evidence and the mechanism it chose."""
 
     shape: str
-    """``agree``, ``conflict``, ``unanswered`` or ``contradicted`` (empty when skipped)."""
+    """``agree``, ``conflict``, ``scattered``, ``unanswered`` or ``contradicted`` (empty when skipped)."""
     route: Route
     standard: str
     """Standard RAG's answer (the joint reading)."""
@@ -167,6 +167,6 @@ class RoutedContext(JudgedContext):
     model must be before its own answer overrules what the passages say. Measured on the robustness
     suite's dev half (docs/results.md): above it the bundled model's closed-book answers were right
     nearly always; below it, overruling the passages cost more than it won."""
-    minority_confidence: float = -1.0
+    minority_confidence: float = -1.5
     """How sure the model must be of its own answer to side with a minority of the sources against the
     majority (the sources disagree, so less certainty is needed than to overrule all of them)."""

@@ -90,7 +90,9 @@ CTX = RoutedContext()
         ([], "Tartu", "Oslo", -3.0, ("unanswered", "keep", None)),  # a bridge: no passage answers alone
         (groups(("Sydney", 3)), "Sydney", "Canberra", -0.2, ("contradicted", "knowledge", "Canberra")),
         (groups(("Sydney", 3), ("Canberra", 2)), "Sydney", "canberra", -0.8, ("contradicted", "knowledge", "Canberra")),
-        (groups(("Sydney", 3), ("Canberra", 2)), "Sydney", "Canberra", -1.5, ("conflict", "vote", None)),  # not sure enough
+        (groups(("Sydney", 3), ("Canberra", 2)), "Sydney", "Canberra", -2.0, ("conflict", "vote", None)),  # not sure enough
+        (groups(("Sydney", 1), ("Canberra", 1), ("Perth", 1)), "Canberra", "", -9.0, ("scattered", "keep", None)),
+        (groups(("Sydney", 2), ("Canberra", 2)), "Canberra", "", -9.0, ("scattered", "keep", None)),  # no plurality
         (groups(("Sydney", 3)), "Sydney", "Canberra", -0.8, ("agree", "keep", None)),  # alone against all: needs −0.5
         (groups(("Canberra", 3)), "Canberra", "Canberra", -0.1, ("agree", "keep", None)),  # knowledge agrees
         ([], "Paris", "Canberra", -0.3, ("contradicted", "knowledge", "Canberra")),
