@@ -33,6 +33,8 @@ UNIT_INTERVAL = frozenset({
     "info_alpha", "info_beta", "info_gamma",
 })
 """Similarities, shares, weights and probability thresholds."""
+LOG_PROBABILITIES = frozenset({"knowledge_confidence", "minority_confidence"})
+"""Thresholds on a mean per-token log-probability: 0 or below."""
 ABOVE_ZERO = frozenset({"tau"})
 """Divisors (a temperature of the Gumbel softmax)."""
 OBJECTS = {"llm": "generate", "store": "retrieve"}
@@ -83,6 +85,8 @@ def _problem(name: str, value: Any) -> str | None:
         return "above 0"
     if name in UNIT_INTERVAL and not 0 <= value <= 1:
         return "between 0 and 1"
+    if name in LOG_PROBABILITIES:
+        return "0 or less (a mean per-token log-probability)" if value > 0 else None
     if value < 0:
         return "0 or more"
     return None

@@ -142,6 +142,12 @@ GROUNDED_WORDS = 12
 (and the search over runs of words grows with the square of their number)."""
 
 
+def restates(answer: str, question: str) -> bool:
+    """The answer only repeats what the question names (``"the Joker"`` for "Who played the Joker in The Dark
+    Knight?"), so it cannot be the answer; a question that offers its own options ("X or Y?") is exempt."""
+    return mentions(answer, question) and not question_options(question)
+
+
 def name_only(answer: str) -> str:
     """A name without the lowercase words trailing it (``"Michael Keaton as the"`` → ``"Michael Keaton"``,
     ``"Tom Hardy played the"`` → ``"Tom Hardy"``): a short reply cut mid-phrase keeps its filler, and a

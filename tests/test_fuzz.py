@@ -21,7 +21,7 @@ import causalrag
 from causalrag.cli import app
 from causalrag.errors import CausalRAGError, EmptyQuestionError, InvalidParameterError, QuestionTooLongError
 from causalrag.graphs.registry import build_graph, make_context, parse_params
-from causalrag.params import field_types
+from causalrag.params import LOG_PROBABILITIES, field_types
 from causalrag.tools.store import Passage, Store
 from tests.fakes import FakeLLM
 
@@ -128,6 +128,13 @@ BAD_TEXT: dict[str, list[str]] = {
 }
 
 
+def out_of_range(name: str, values: list) -> list:
+    """The bad values for field ``name``: a log-probability threshold is refused above 0, not below."""
+    if name not in LOG_PROBABILITIES:
+        return values
+    return [1.0 if v == -1.0 and not isinstance(v, bool) else "1" if v == "-1" else v for v in values]
+
+
 def kind_of(kind) -> str | None:
     base = next((a for a in typing.get_args(kind) if a is not type(None)), kind) if typing.get_args(kind) and typing.get_origin(kind) is not typing.Literal else kind
     if typing.get_origin(base) is typing.Literal:
@@ -145,14 +152,14 @@ def test_every_parameter_refuses_values_of_the_wrong_type_or_range(method):
         if name in ("llm", "store") or kind_of(kind) is None:
             continue
         nullable = type(None) in typing.get_args(kind)
-        for value in BAD_VALUES[kind_of(kind)]:
+        for value in out_of_range(name, BAD_VALUES[kind_of(kind)]):
             if value is None and nullable:
                 continue
             with pytest.raises(InvalidParameterError) as caught:
                 build_graph(method, **{name: value})
             one_sentence(caught.value)
             checked += 1
-        for text in BAD_TEXT.get(kind_of(kind), []):
+        for text in out_of_range(name, BAD_TEXT.get(kind_of(kind), [])):
             if nullable and text == "":
                 continue
             with pytest.raises(InvalidParameterError) as caught:

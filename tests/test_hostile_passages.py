@@ -46,12 +46,21 @@ def obeying_llm() -> FakeLLM:
     )
 
 
-@functools.cache  # both tests read the same runs
-def node_sequence(method: str, extra: Passage) -> tuple[list[str], FakeLLM]:
+ROUTED = [m for m in causalrag.METHODS if "mechanism" in causalrag.METHODS[m].parameters()]
+"""Methods whose route depends on what the passages say (the shape of the evidence): their steps after the
+assessment are compared on the paper's path here, and the assessment itself is tested below."""
+
+
+def run(method: str, extra: Passage, **params) -> tuple[dict, FakeLLM]:
     store = Store.in_memory([*FACTS, extra], embeddings=DeterministicFakeEmbedding(size=16))
     llm = obeying_llm()
-    params = {**causalrag.METHODS[method].cpu_params, "k": 5}  # k = the whole store: the notice is always retrieved
-    state = build_graph(method, llm=llm, store=store, **params).invoke({"question": QUESTION})
+    params = {**causalrag.METHODS[method].cpu_params, "k": 5, **params}  # k = the whole store: the notice is always retrieved
+    return build_graph(method, llm=llm, store=store, **params).invoke({"question": QUESTION}), llm
+
+
+@functools.cache  # both tests read the same runs
+def node_sequence(method: str, extra: Passage) -> tuple[list[str], FakeLLM]:
+    state, llm = run(method, extra, **({"mechanism": "paper"} if method in ROUTED else {}))
     return [entry["node"] for entry in state["trace"]], llm
 
 
@@ -66,6 +75,18 @@ def test_an_injected_instruction_does_not_change_the_control_flow(method):
     assert any(INJECTION in p for p in prompts_of(hostile_llm)), "the hostile passage never reached the model"
     assert not any(INJECTION in p for p in prompts_of(calm_llm))
     assert hostile == calm
+
+
+@pytest.mark.parametrize("method", ROUTED)
+def test_a_planted_instruction_changes_what_the_assessment_sees_not_the_answer(method):
+    """The passage can change what the assessment sees (standard RAG's reading disagrees with the model's
+    own sure answer), never which node runs by asking: the model obeys it in every prompt that holds it,
+    yet the routed answer is not the planted one."""
+    calm, _ = run(method, NEUTRAL)
+    hostile, _ = run(method, HOSTILE)
+    assert (calm["assessment"]["route"], calm["answer"]) == ("keep", "Paris")
+    assert hostile["assessment"]["standard"] == "PWNED"  # standard RAG's joint reading obeyed the passage
+    assert hostile["assessment"]["route"] in ("vote", "knowledge") and hostile["answer"] == "Paris"
 
 
 @pytest.mark.parametrize("method", [m for m in causalrag.METHODS if causalrag.METHODS[m].retrieves])

@@ -289,6 +289,8 @@ def score_result(
         **summarize_trace(trace),
         "fallbacks": _fallbacks(trace),
         "fallback_steps": _fallback_steps(trace),
+        # the routed methods' look at the evidence: its shape and the mechanism it chose (None for others)
+        "assessment": state.get("assessment"),
     }
 
 

@@ -1,10 +1,15 @@
 """Astute RAG (Wang et al., 2024): elicit internal knowledge → source-aware consolidation ⟲ t → finalize.
 
 Algorithm 1 of the paper, one node per step: the model writes up to m̂ passages from memory
-(``elicit``, §3.3) while the store retrieves E (``retrieve``); ``pool`` labels every passage by
-source (D₀, S₀); ``consolidate`` regroups them t times (§3.4); ``propose`` answers each group with
-a confidence and ``select`` keeps the most reliable answer (§3.5). With ``combined=True`` the last
+(``elicit``, §3.3) beside the retrieved E (``retrieve``); ``pool`` labels every passage by source
+(D₀, S₀); ``consolidate`` regroups them t times (§3.4); ``propose`` answers each group with a
+confidence and ``select`` keeps the most reliable answer (§3.5). With ``combined=True`` the last
 round is merged with answering in ``answer_combined`` (t = 1: one call on D₀, the paper's shortcut).
+
+Before any of it, standard RAG's reading (``answer``) and ``assess`` look at the shape of the
+evidence (:mod:`causalrag.nodes.triage`): nothing conflicts → that answer stands; the sources
+disagree → the consolidation above; the model's knowledge overrules the passages → the internal
+passages decide (``trust_knowledge``). ``mechanism="paper"`` runs the paper's path for every question.
 """
 
 from typing import Literal
@@ -14,9 +19,19 @@ from langgraph.runtime import Runtime
 
 from causalrag.graphs.registry import Method
 from causalrag.nodes.astute import answer_combined, build_pool, consolidate, elicit, propose, select
-from causalrag.nodes.common import context, retrieve
+from causalrag.nodes.common import answer, context, retrieve
+from causalrag.nodes.triage import assess, route_by_shape, trust_knowledge
 from causalrag.state.astute import AstuteContext, AstuteOutput, AstuteState
 from causalrag.state.base import InputState
+
+
+def route_after_retrieve(state: AstuteState, runtime: Runtime[AstuteContext]) -> Literal["answer", "elicit"]:
+    """The paper's path goes straight to its own steps; every other path first reads the passages as standard RAG."""
+    return "elicit" if context(runtime).mechanism == "paper" else "answer"
+
+
+def route_after_elicit(state: AstuteState) -> Literal["pool", "trust_knowledge"]:
+    return "trust_knowledge" if route_by_shape(state) == "knowledge" else "pool"
 
 
 def route_after_pool(state: AstuteState, runtime: Runtime[AstuteContext]) -> Literal["consolidate", "answer_combined"]:
@@ -35,16 +50,21 @@ def route_after_consolidate(
 
 def build() -> StateGraph:
     graph = StateGraph(AstuteState, context_schema=AstuteContext, input_schema=InputState, output_schema=AstuteOutput)
-    graph.add_node("elicit", elicit)
     graph.add_node("retrieve", retrieve)
+    graph.add_node("answer", answer)
+    graph.add_node("assess", assess)
+    graph.add_node("elicit", elicit)
+    graph.add_node("trust_knowledge", trust_knowledge)
     graph.add_node("pool", build_pool)
     graph.add_node("consolidate", consolidate)
     graph.add_node("propose", propose)
     graph.add_node("select", select)
     graph.add_node("answer_combined", answer_combined)
-    graph.add_edge(START, "elicit")
     graph.add_edge(START, "retrieve")
-    graph.add_edge(["elicit", "retrieve"], "pool")
+    graph.add_conditional_edges("retrieve", route_after_retrieve)
+    graph.add_edge("answer", "assess")
+    graph.add_conditional_edges("assess", route_by_shape, {"keep": END, "vote": "elicit", "knowledge": "elicit", "paper": "elicit"})
+    graph.add_conditional_edges("elicit", route_after_elicit)
     graph.add_conditional_edges("pool", route_after_pool)
     graph.add_conditional_edges("consolidate", route_after_consolidate)
     graph.add_edge("propose", "select")

@@ -3,9 +3,17 @@
 Algorithm 1: counterfactual queries (validated) → dialectical retrieval + dedup/filter →
 spectral clusters + stratified samples → M hypotheses in parallel (one ``Send`` branch each) →
 Ψ = (1 − λ)·φ_coh + λ·φ_causal → consensus? accept a_{j*} : synthesize the top 3.
+
+Before it, standard RAG's reading (``answer``) and ``assess`` look at the shape of the evidence
+(:mod:`causalrag.nodes.triage`): nothing conflicts → that answer stands; the sources disagree → the
+counterfactual pipeline above; the model's knowledge overrules the passages → ``trust_knowledge``.
+``mechanism="paper"`` runs the pipeline for every question.
 """
 
+from typing import Literal
+
 from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from causalrag.graphs.registry import Method
@@ -18,14 +26,24 @@ from causalrag.nodes.cf_rag import (
     hypothesize,
     synthesize,
 )
+from causalrag.nodes.common import answer, context, retrieve
+from causalrag.nodes.triage import assess, route_by_shape, trust_knowledge
 from causalrag.state.base import InputState
 from causalrag.state.cf_rag import CFRAGContext, CFRAGOutput, CFRAGState, Route
 
 
+def route_after_retrieve(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> Literal["answer", "explore_counterfactuals"]:
+    """The paper's path goes straight to its own steps; every other path first reads the passages as standard RAG."""
+    return "explore_counterfactuals" if context(runtime).mechanism == "paper" else "answer"
+
+
 def send_hypotheses(state: CFRAGState) -> list[Send]:
-    """Fan out: one ``hypothesize`` branch per evidence sample E_j (Algorithm 1, lines 7-9)."""
+    """Fan out: one ``hypothesize`` branch per evidence sample E_j (Algorithm 1, lines 7-9), with the
+    readings of its passages alone."""
+    read = state.get("read") or {}
     return [
-        Send("hypothesize", {"question": state["question"], "index": j, "documents": docs, "candidates": state.get("candidates") or []})
+        Send("hypothesize", {"question": state["question"], "index": j, "documents": docs, "candidates": state.get("candidates") or [],
+                             "read": {d.id: read[d.id] for d in docs if d.id in read}})
         for j, docs in enumerate(state["samples"])
     ]
 
@@ -37,6 +55,10 @@ def route_after_arbitrate(state: CFRAGState) -> Route:
 
 def build() -> StateGraph:
     graph = StateGraph(CFRAGState, context_schema=CFRAGContext, input_schema=InputState, output_schema=CFRAGOutput)
+    graph.add_node("retrieve", retrieve)
+    graph.add_node("answer", answer)
+    graph.add_node("assess", assess)
+    graph.add_node("trust_knowledge", trust_knowledge)
     graph.add_node("explore_counterfactuals", explore_counterfactuals)
     graph.add_node("dialectical_retrieve", dialectical_retrieve)
     graph.add_node("cluster_and_sample", cluster_and_sample)
@@ -44,7 +66,14 @@ def build() -> StateGraph:
     graph.add_node("arbitrate", arbitrate)
     graph.add_node("accept", accept)
     graph.add_node("synthesize", synthesize)
-    graph.add_edge(START, "explore_counterfactuals")
+    graph.add_edge(START, "retrieve")
+    graph.add_conditional_edges("retrieve", route_after_retrieve)
+    graph.add_edge("answer", "assess")
+    graph.add_conditional_edges(
+        "assess", route_by_shape,
+        {"keep": END, "knowledge": "trust_knowledge", "vote": "explore_counterfactuals", "paper": "explore_counterfactuals"},
+    )
+    graph.add_edge("trust_knowledge", END)
     graph.add_edge("explore_counterfactuals", "dialectical_retrieve")
     graph.add_edge("dialectical_retrieve", "cluster_and_sample")
     graph.add_conditional_edges("cluster_and_sample", send_hypotheses, ["hypothesize"])

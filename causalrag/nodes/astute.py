@@ -24,7 +24,7 @@ from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
 from causalrag.nodes.common import context, emit, emit_evidence, judge_of, llm_of, question_of, stream_text, traced
-from causalrag.nodes.evidence import Reading, group_readings, passage_text, read_each, read_jointly, together, with_candidate, written_answer
+from causalrag.nodes.evidence import Reading, group_readings, passage_text, read_cached, read_jointly, reliability, together, with_candidate, written_answer
 from causalrag.prompts.astute import (
     BLOCK_STOP,
     EXTERNAL,
@@ -302,14 +302,18 @@ def _scored_round(state: AstuteState, runtime: Runtime, *, node: str) -> dict:
     llm, question = llm_of(ctx), question_of(state)
     pool, last = state.get("pool") or [], state.get("groups") or []
     iteration = state.get("iteration", 0) + 1
-    readings = read_each(llm, question, pool) if not last else _reread(llm, question, pool, last, state.get("readings") or [])
+    read = state.get("read") or {}
+    if last:
+        readings = _reread(llm, question, pool, last, state.get("readings") or [])
+    else:  # every source alone; the assessment read the retrieved ones already
+        readings, read = read_cached(llm, question, pool, read)
     found = group_readings(readings, [label_of(d) for d in pool])
     groups = [{"answer": g.answer, "sources": g.sources, "claim": key_sentences(question, passage_text(pool[g.members[0]]), 1)} for g in found]
     converged = bool(last) and [g["sources"] for g in groups] == [g["sources"] for g in last]
     emit(runtime, "groups", node, iteration=iteration, groups=groups, converged=converged)
     figures = {"iteration": iteration, "groups": len(groups), "group_sources": [g["sources"] for g in groups],
                "abstained_sources": sum(not r.votes for r in readings), "converged": converged}
-    return {"groups": groups, "iteration": iteration, "converged": converged,
+    return {"groups": groups, "iteration": iteration, "converged": converged, "read": read,
             "readings": [{"source": label_of(d), **r.as_dict()} for d, r in zip(pool, readings)], "trace": [figures]}
 
 
@@ -357,12 +361,12 @@ def _most_reliable_scored(state: AstuteState, runtime: Runtime, candidates: Sequ
     everything = together(llm, question, list(state.get("documents") or []) + list(state.get("internal") or []))
     prompt = answer_prompt(question, everything)
     joint_answer = written_answer(llm, prompt, max_new_tokens=ctx.max_new_tokens)
-    answers = with_candidate([c["answer"] for c in candidates], joint_answer)
+    answers = with_candidate([c["answer"] for c in candidates], joint_answer, question)
     if not answers:
         return None, {"reliability": [], "joint_answer": joint_answer}
     joint = llm.choose([prompt], [answers])[0]
-    confirmations = [max(0, len(c["sources"]) - 1) for c in candidates] + [0] * (len(answers) - len(candidates))
-    reliability = [n + p for n, p in zip(confirmations, joint.probs)]
-    best = max(range(len(answers)), key=reliability.__getitem__)
-    emit(runtime, "reliability", "select", answers=answers, reliability=[round(r, 4) for r in reliability])
-    return answers[best], {"reliability": [round(r, 4) for r in reliability], "joint_answer": joint_answer, "joint_choice": joint.as_dict()}
+    confirmed = [max(0, len(c["sources"]) - 1) for c in candidates] + [0] * (len(answers) - len(candidates))
+    scores = reliability(confirmed, joint)
+    best = max(range(len(answers)), key=scores.__getitem__)
+    emit(runtime, "reliability", "select", answers=answers, reliability=[round(r, 4) for r in scores])
+    return answers[best], {"reliability": [round(r, 4) for r in scores], "joint_answer": joint_answer, "joint_choice": joint.as_dict()}

@@ -33,7 +33,18 @@ from scipy.special import expit
 
 from causalrag.nodes.common import fit
 from causalrag.prompts.common import ANSWER_STOP, NO_PASSAGE, answer_prompt, reading_prefix
-from causalrag.text import answer_spans, clean_answer, grounded, key_sentences, name_only, normalize_answer, one_line, question_options, same_answer
+from causalrag.text import (
+    answer_spans,
+    clean_answer,
+    grounded,
+    key_sentences,
+    name_only,
+    normalize_answer,
+    one_line,
+    question_options,
+    restates,
+    same_answer,
+)
 from causalrag.tools.backends.base import Choice
 
 
@@ -101,7 +112,7 @@ def read_each(llm, question: str, docs: Sequence[Document], *, max_new_tokens: i
         spans = []
         for i, (doc, out) in enumerate(zip(docs, written)):
             answer = grounded(clean_answer(out[0] if out else ""), passage_text(doc))
-            if answer:
+            if answer and not restates(answer, question):
                 readings[i] = Reading(answer, how="written")
             elif options := reading_options(question, doc):
                 spans.append((i, options))
@@ -110,6 +121,16 @@ def read_each(llm, question: str, docs: Sequence[Document], *, max_new_tokens: i
             for (i, _), c in zip(spans, choices):
                 readings[i] = Reading(c.answer, c.probs[c.best], how="spans")
     return with_relevance(llm, question, docs, readings)
+
+
+def read_cached(llm, question: str, docs: Sequence[Document], read: dict) -> tuple[list[Reading], dict]:
+    """:func:`read_each` for the passages not in ``read`` (readings by passage id, as plain data); returns
+    every passage's reading in order and the updated record, so each passage is read once per run."""
+    read = dict(read)
+    unread = list({d.id: d for d in docs if d.id not in read}.values())
+    for doc, reading in zip(unread, read_each(llm, question, unread)):
+        read[doc.id] = reading.as_dict()
+    return [Reading(**read[d.id]) for d in docs], read
 
 
 def with_relevance(llm, question: str, docs: Sequence[Document], readings: Sequence[Reading]) -> list[Reading]:
@@ -174,12 +195,26 @@ def written_answer(llm, prompt: str, *, max_new_tokens: int = 24) -> str:
     return name_only(clean_answer(out[0] if out else ""))
 
 
-def with_candidate(options: Sequence[str], answer: str) -> list[str]:
-    """``options`` plus ``answer`` unless one of them already agrees with it (or it is empty)."""
+def with_candidate(options: Sequence[str], answer: str, question: str) -> list[str]:
+    """``options`` plus ``answer`` unless one of them already agrees with it, it is empty, or it only
+    restates the question (:func:`~causalrag.text.restates`)."""
     options = list(options)
-    if normalize_answer(answer) and not any(same_answer(answer, o) for o in options):
+    if normalize_answer(answer) and not restates(answer, question) and not any(same_answer(answer, o) for o in options):
         options.append(answer)
     return options
+
+
+def reliability(confirmations: Sequence[int], joint: Choice) -> list[float]:
+    """Cross-source confirmation first, the joint reading second: per answer, the sources beyond the first
+    that state it when read alone, plus its probability in the scored choice given the passages together
+    (below 1, so the joint reading decides only among equally confirmed answers, e.g. a bridge answer
+    that no single source gives)."""
+    return [n + p for n, p in zip(confirmations, joint.probs, strict=True)]
+
+
+def confirmations(answers: Sequence[str], readings: Sequence[Reading]) -> list[int]:
+    """Per answer, how many sources beyond the first state it when read alone."""
+    return [max(0, sum(r.votes and same_answer(r.answer or "", a) for r in readings) - 1) for a in answers]
 
 
 def read_jointly(llm, questions: Sequence[str], contexts: Sequence[Sequence[Document]], options: Sequence[Sequence[str]]) -> list[Choice]:

@@ -42,7 +42,7 @@ from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
 from causalrag.nodes.common import context, emit, emit_evidence, fit, judge_of, llm_of, question_of, store_of, stream_text, traced
-from causalrag.nodes.evidence import Reading, group_readings, read_each, with_candidate, written_answer
+from causalrag.nodes.evidence import group_readings, read_cached, with_candidate, written_answer
 from causalrag.prompts import retro as prompts
 from causalrag.state.retro import RetroContext, RetroState
 from causalrag.text import clean_answer, f1_score, key_sentences, mentions, normalize_answer, question_options, same_answer
@@ -302,7 +302,7 @@ def scored_gates(llm, facts: Sequence[str], sources: Sequence[Document], matchin
 
 
 @traced
-def answer(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
+def answer_from_evidence(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
     """Answerer: chain-of-thought (a, r) at low temperature (M_C) and a direct answer a_sc at temperature 1.0 (M_D).
 
     The CoT completion streams token by token when greedy. If it has no "Answer:" line, the
@@ -319,7 +319,7 @@ def answer(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
         completion = llm.generate([cot], max_new_tokens=ctx.reasoning_tokens, temperature=ctx.answer_temperature,
                                   stop=prompts.ANSWER_STOP, seed=ctx.seed)[0][0]
     else:
-        completion = stream_text(runtime, llm, cot, stage="answer", max_new_tokens=ctx.reasoning_tokens, stop=prompts.ANSWER_STOP)
+        completion = stream_text(runtime, llm, cot, stage="answer_from_evidence", max_new_tokens=ctx.reasoning_tokens, stop=prompts.ANSWER_STOP)
     reasoning, final = prompts.split_cot(completion)
     fallback = final is None
     if fallback:
@@ -330,7 +330,7 @@ def answer(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
     sampled = llm.generate([prompts.direct_prompt(question, sources, facts)], max_new_tokens=ctx.max_new_tokens,
                            temperature=ctx.sc_temperature, stop=prompts.LINE_STOP, seed=seed)[0][0]
     sc_answer = clean_answer(sampled)
-    emit(runtime, "answer", "answer", iteration=iteration, answer=final, reasoning=reasoning, sc_answer=sc_answer)
+    emit(runtime, "answer", "answer_from_evidence", iteration=iteration, answer=final, reasoning=reasoning, sc_answer=sc_answer)
     return {"answer": final, "reasoning": reasoning, "sc_answer": sc_answer,
             "trace": [{"iteration": iteration, "answer": final, "reasoning": reasoning, "sc_answer": sc_answer,
                        "cot_fallbacks": int(fallback)}]}
@@ -342,14 +342,10 @@ def scored_answer(state: RetroState, runtime: Runtime, ctx: RetroContext, source
     bridge answer no single source gives); s_sc: the choice's mass on a; a_sc: one seeded
     temperature-``sc_temperature`` draw from the choice."""
     question, llm = question_of(state), llm_of(ctx)
-    read = dict(state.get("read") or {})
-    unread = [d for d in sources if d.id not in read]
-    for doc, reading in zip(unread, read_each(llm, question, unread)):
-        read[doc.id] = reading.as_dict()
-    held = [Reading(**read[d.id]) for d in sources]
+    held, read = read_cached(llm, question, sources, state.get("read") or {})
     direct = prompts.direct_prompt(question, sources, facts)
     options = question_options(question) or with_candidate(
-        [g.answer for g in group_readings(held, [d.id for d in sources])], written_answer(llm, direct, max_new_tokens=ctx.max_new_tokens)
+        [g.answer for g in group_readings(held, [d.id for d in sources])], written_answer(llm, direct, max_new_tokens=ctx.max_new_tokens), question
     )
     iteration = state.get("iteration", 1)
     if not options:  # nothing to choose among (no reading, no written answer)
@@ -362,7 +358,7 @@ def scored_answer(state: RetroState, runtime: Runtime, ctx: RetroContext, source
     rng = np.random.default_rng(None if ctx.seed is None else ctx.seed + iteration)
     weights = softmax([s / max(ctx.sc_temperature, 1e-3) for s in choice.scores])  # a non-finite score weighs nothing
     sc_answer = choice.options[int(rng.choice(len(weights), p=weights))]
-    emit(runtime, "answer", "answer", iteration=iteration, answer=final, reasoning=reasoning, sc_answer=sc_answer, choice=choice.as_dict())
+    emit(runtime, "answer", "answer_from_evidence", iteration=iteration, answer=final, reasoning=reasoning, sc_answer=sc_answer, choice=choice.as_dict())
     return {"answer": final, "reasoning": reasoning, "sc_answer": sc_answer, "sc_choice": choice.as_dict(), "read": read,
             "trace": [{"iteration": iteration, "answer": final, "reasoning": reasoning, "sc_answer": sc_answer,
                        "choice": choice.as_dict(), "no_candidate_fallbacks": 0}]}
@@ -398,7 +394,7 @@ def check(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
     score = verdict["score"]
     reason = "consistent" if score > ctx.threshold else "max_iterations" if iteration >= ctx.max_iterations else ""
     emit(runtime, "score", "check", iteration=iteration, sc=verdict, stop=reason)
-    output = last_answer(final, sc_answer, state.get("rounds") or []) if reason else final
+    output = last_answer(final, score, sc_answer, state.get("rounds") or []) if reason else final
     if reason:
         emit(runtime, "answer", "final", answer=output, iteration=iteration, reason=reason)
     record = {
@@ -411,13 +407,21 @@ def check(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
     }
     return {"answer": output, "sc_score": score, "stop_reason": reason, "rounds": [record],
             "trace": [{"iteration": iteration, "sc": verdict, "stop": reason,
-                       "empty_answer": int(not normalize_answer(final) if verdict.get("scored") else verdict["raw"] is None), "empty_final_fallback": int(output != final)}]}
+                       "empty_answer": int(not normalize_answer(final) if verdict.get("scored") else verdict["raw"] is None), "empty_final_fallback": int(output != final and not normalize_answer(final)),
+                       "more_consistent_earlier": int(output != final and bool(normalize_answer(final)))}]}
 
 
-def last_answer(final: str, sc_answer: str, rounds: list[dict]) -> str:
-    """The run's output: a of the stopping iteration; when that is empty (the budget ran out on an empty
-    CoT answer), the latest earlier a, then this iteration's a_sc — a run that wrote any answer returns one."""
-    return next((a for a in (final, *(r["answer"] for r in reversed(rounds)), sc_answer) if normalize_answer(a)), final)
+def last_answer(final: str, score: float, sc_answer: str, rounds: list[dict]) -> str:
+    """The run's output when the loop stops: a consistent a as it is; when the budget ran out, the a of the
+    most self-consistent iteration (the latest on ties). The paper leaves this open; later iterations
+    read re-queried, less direct evidence, and its Figure 4 shows over-reasoning as they grow, so the
+    answer the model was surest of stands rather than simply the last. With no answer at all, this
+    iteration's a_sc — a run that wrote any answer returns one."""
+    tried = [(r["sc"]["score"], r["answer"]) for r in rounds] + [(score, final)]
+    answered = [(sc, a) for sc, a in tried if normalize_answer(a)]
+    if not answered:
+        return sc_answer if normalize_answer(sc_answer) else final
+    return max(reversed(answered), key=lambda t: t[0])[1]
 
 
 @traced

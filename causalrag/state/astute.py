@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from langchain_core.documents import Document
 
-from causalrag.state.base import JudgedContext, OutputState, RAGState
+from causalrag.state.base import Assessment, OutputState, RoutedContext, TriageState
 
 
-class AstuteState(RAGState):
+class AstuteState(TriageState):
     internal: list[Document]
     """I: passages the model wrote from its own memory (§3.3); empty when it abstained."""
     pool: list[Document]
@@ -40,10 +40,11 @@ class AstuteOutput(OutputState, total=False):
     groups: list[dict]
     candidates: list[dict]
     chosen: int
+    assessment: Assessment
 
 
 @dataclass(kw_only=True)
-class AstuteContext(JudgedContext):
+class AstuteContext(RoutedContext):
     """Astute RAG tunables, with the paper's defaults where it gives them.
 
     ``k`` (inherited) is the number of retrieved passages E: the paper uses 10 web passages

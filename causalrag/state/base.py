@@ -95,6 +95,8 @@ class RAGContext:
 
 
 Judgment = Literal["auto", "score", "generate"]
+Mechanism = Literal["auto", "paper", "vote", "knowledge", "keep"]
+Route = Literal["keep", "vote", "knowledge", "paper"]
 
 
 @dataclass(kw_only=True)
@@ -108,3 +110,63 @@ class JudgedContext(RAGContext):
     free text and parsed afterwards; "auto": "score" when the model can score its replies (every
     local backend; the openai backend on the completions API or with the chat template), else
     "generate". Measured with the bundled 270M model in docs/methods.md."""
+
+
+class ReadingRecord(TypedDict):
+    """One passage read alone (:class:`causalrag.nodes.evidence.Reading` as plain data)."""
+
+    answer: str | None
+    probability: float
+    relevance: float
+    how: str
+
+
+class GroupRecord(TypedDict):
+    """Sources (passage ids or labels) whose answers agree."""
+
+    answer: str
+    sources: list[str]
+
+
+class Assessment(TypedDict, total=False):
+    """What :func:`causalrag.nodes.triage.assess` saw: the shape of the evidence and the mechanism it chose."""
+
+    shape: str
+    """``agree``, ``conflict``, ``scattered``, ``unanswered`` or ``contradicted`` (empty when skipped)."""
+    route: Route
+    standard: str
+    """Standard RAG's answer (the joint reading)."""
+    closed_book: str
+    """The model's answer with no passage."""
+    believed: str | None
+    """The answer the model's knowledge holds against what the passages say, when it overrules them."""
+    groups: list[GroupRecord]
+    confidence: float
+    """Mean per-token log-probability of ``closed_book``."""
+
+
+class TriageState(RAGState):
+    """State of a method that looks at the shape of its evidence before deciding (``causalrag.nodes.triage``)."""
+
+    assessment: Assessment
+    read: dict[str, ReadingRecord]
+    """Each passage's reading alone, by id: read once per run, reused by every later step."""
+
+
+@dataclass(kw_only=True)
+class RoutedContext(JudgedContext):
+    """A robust method that picks its mechanism from the shape of the evidence (``causalrag.nodes.triage``)."""
+
+    mechanism: Mechanism = "auto"
+    """"auto": chosen per question from the assessment (standard RAG's answer when nothing conflicts,
+    the method's own aggregation when sources disagree, the model's knowledge when it overrules the
+    passages); "paper": the paper's own path for every question, no assessment; "vote", "knowledge",
+    "keep": one mechanism for every question (ablations)."""
+    knowledge_confidence: float = -0.5
+    """How sure (mean per-token log-probability of its closed-book answer; −0.5 ≈ 0.61 per token) the
+    model must be before its own answer overrules what the passages say. Measured on the robustness
+    suite's dev half (docs/results.md): above it the bundled model's closed-book answers were right
+    nearly always; below it, overruling the passages cost more than it won."""
+    minority_confidence: float = -1.5
+    """How sure the model must be of its own answer to side with a minority of the sources against the
+    majority (the sources disagree, so less certainty is needed than to overrule all of them)."""

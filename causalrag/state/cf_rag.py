@@ -12,7 +12,7 @@ from typing import Annotated, Literal, TypedDict
 
 from langchain_core.documents import Document
 
-from causalrag.state.base import JudgedContext, OutputState, RAGState
+from causalrag.state.base import Assessment, OutputState, ReadingRecord, RoutedContext, TriageState
 
 
 def add_or_reset(left: list[dict] | None, right: list[dict] | None) -> list[dict]:
@@ -20,7 +20,7 @@ def add_or_reset(left: list[dict] | None, right: list[dict] | None) -> list[dict
     return [] if right is None else [*(left or []), *right]
 
 
-class CFRAGState(RAGState):
+class CFRAGState(TriageState):
     counterfactuals: list[dict]
     """Every candidate q' with its type, similarity, quick-RAG answer, Info score and verdict (§4.1.1)."""
     cf_queries: list[str]
@@ -45,6 +45,7 @@ class CFRAGOutput(OutputState):
     counterfactuals: list[dict]
     arbitration: list[dict]
     consensus: bool
+    assessment: Assessment
 
 
 class HypothesisTask(TypedDict):
@@ -54,10 +55,12 @@ class HypothesisTask(TypedDict):
     index: int
     documents: list[Document]
     candidates: list[str]
+    read: dict[str, ReadingRecord]
+    """The sample's passages read alone (from the pool's readings): each confirms the answer it states."""
 
 
 @dataclass(kw_only=True)
-class CFRAGContext(JudgedContext):
+class CFRAGContext(RoutedContext):
     """CF-RAG tunables with the paper's defaults (Table 4); ``k`` is the retrieval depth per query."""
 
     n_counterfactuals: int = 3
@@ -100,6 +103,13 @@ class CFRAGContext(JudgedContext):
     """Token budget of one hypothesis (answer line + one-line rationale)."""
     lam: float = 0.4
     """λ: causal weight in Ψ = (1 − λ)·φ_coh + λ·φ_causal (Algorithm 1, line 12)."""
+    coherence: Literal["pool", "sample"] = "pool"
+    """The evidence φ_coh averages over (Eq. 9). "sample": E_j, each path's own sample, as the paper writes
+    it; its score is then volume-invariant (App. C), so a path that drew only the two answer-swapped
+    passages of a pool scores as coherent as one that drew the three correct ones, and on the
+    conflict sets the swapped answer won more often than under standard RAG (issue 30). "pool": the
+    whole filtered evidence E, so an answer the pool supports more widely is more coherent; φ_causal
+    stays per path."""
     lambda1: float = 0.5
     """λ₁: weight of answer-evidence similarity in CoherenceFunction (Eq. 10)."""
     lambda2: float = 0.5

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from langchain_core.documents import Document
 
-from causalrag.state.base import JudgedContext, OutputState, RAGState
+from causalrag.state.base import Assessment, OutputState, RoutedContext, TriageState
 
 
 class RetroOutput(OutputState):
@@ -21,9 +21,10 @@ class RetroOutput(OutputState):
 
     inferential_evidence: list[str]
     rounds: Annotated[list[dict], operator.add]
+    assessment: Assessment
 
 
-class RetroState(RAGState):
+class RetroState(TriageState):
     iteration: int
     """L, the current iteration (1-based)."""
     search_query: str
@@ -42,8 +43,6 @@ class RetroState(RAGState):
     """a_sc: the self-consistency (direct, temperature 1.0) answer."""
     sc_choice: dict
     """Scored judgment only: the direct answer's choice among the candidate answers (s_sc is its mass on a)."""
-    read: dict
-    """Scored judgment only: each source passage's reading (by id), read once per run."""
     sc_score: float
     """s_sc: the evaluator's agreement score of a and a_sc."""
     stop_reason: str
@@ -53,11 +52,13 @@ class RetroState(RAGState):
 
 
 @dataclass(kw_only=True)
-class RetroContext(JudgedContext):
+class RetroContext(RoutedContext):
     """RetroRAG's tunables with the paper's defaults (Experiments → Settings, Figure 4)."""
 
-    retrieval: Literal["dense", "bm25", "hybrid"] = "bm25"
-    """Retriever for collation; the paper uses BM25 (and SimLM, a dense retriever)."""
+    retrieval: Literal["dense", "bm25", "hybrid"] = "dense"
+    """Retriever for the first reading and for collation. The paper reports BM25 and SimLM (a dense
+    retriever); dense is the default so that a question with nothing in conflict keeps standard RAG's
+    answer (standard RAG retrieves densely) rather than one read from a different passage order."""
     retrieve_k: int = 5
     """|D_C^(L)|: passages retrieved per iteration ("top 5 relevant passages")."""
     evidence_size: int = 5

@@ -39,6 +39,7 @@ def fake(**overrides) -> FakeLLM:
 
 def run(llm, store, question=QUESTION, **params):
     params.setdefault("judge", "generate")
+    params.setdefault("mechanism", "paper")  # the paper's path for every question; routing: tests/graphs/test_routing.py
     return build_graph("astute", llm=llm, store=store, k=3, **params).invoke({"question": question})
 
 
@@ -153,7 +154,7 @@ def test_missing_confidence_falls_back_to_source_support(memory_store):
 def test_abstaining_and_no_memory(memory_store):
     llm = fake(**{"From your own memory": "I don't know."})
     state = run(llm, memory_store, iterations=1)
-    assert state["internal"] == [] and state["trace"][0]["abstained"] is True
+    assert state["internal"] == [] and state["trace"][1]["abstained"] is True
     off = fake()
     state = run(off, memory_store, iterations=1, max_internal=0)
     assert not any("From your own memory" in p for p in off.prompts) and state["internal"] == []
@@ -184,7 +185,7 @@ def test_injected_instructions_do_not_change_control_flow(memory_store):
 
 
 def test_stream_shows_groups_per_round_candidates_and_answer(memory_store):
-    graph = build_graph("astute", llm=fake(), store=memory_store, k=3, iterations=2, judge="generate")
+    graph = build_graph("astute", llm=fake(), store=memory_store, k=3, iterations=2, judge="generate", mechanism="paper")
     events = [e for mode, e in graph.stream({"question": QUESTION}, stream_mode=["updates", "custom"]) if mode == "custom"]
     groups = [e for e in events if e["type"] == "groups"]
     assert [e["iteration"] for e in groups] == [1, 2] and groups[0]["groups"][0]["sources"] == ["ext 1", "ext 2", "int 1"]

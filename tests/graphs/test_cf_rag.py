@@ -52,6 +52,7 @@ def fake(hypotheses, synthesis=" Heath Ledger", logprob=None):
 
 def run(llm, store, question=QUESTION, **params):
     params.setdefault("judge", "generate")
+    params.setdefault("mechanism", "paper")
     graph = build_graph("cf_rag", llm=llm, store=store, **params)
     events = list(graph.stream({"question": question}, stream_mode=["updates", "custom", "values"]))
     final = [e for mode, e in events if mode == "values"][-1]
@@ -85,7 +86,7 @@ def test_failed_types_are_regenerated_once_and_the_top_n_kept(memory_store):
 def test_no_valid_counterfactual_falls_back_to_the_question_alone(memory_store):
     llm = FakeLLM(default=lambda p: f" {QUESTION}" if p.endswith("Rewrite:") else " Heath Ledger\nReason: [1].")
     state, _, nodes = run(llm, memory_store)
-    explore = state["trace"][0]
+    explore = state["trace"][1]
     assert explore["fallback_no_counterfactual"] == 1 and explore["valid"] == 0
     assert all(h["phi_causal"] == 0.0 for h in state["arbitration"])  # no q' to discriminate against
     assert state["answer"] == "Heath Ledger" and nodes[-1] == "accept"
@@ -139,7 +140,7 @@ def test_stream_shows_every_stage_and_trace_has_per_stage_figures(memory_store):
     assert [e["path"] for e in samples] == [0, 1]
     score = next(e for e in events if e["type"] == "score")
     assert {"phi_coh", "phi_causal", "psi", "agreement"} <= set(score)
-    assert nodes[:3] == ["explore_counterfactuals", "dialectical_retrieve", "cluster_and_sample"]
+    assert nodes[:4] == ["retrieve", "explore_counterfactuals", "dialectical_retrieve", "cluster_and_sample"]
     by_node = {e["node"]: e for e in state["trace"]}
     assert by_node["dialectical_retrieve"]["pool"] > 0 and by_node["cluster_and_sample"]["clusters"] >= 1
     assert by_node["arbitrate"]["relevance_source"] == "llm-query-likelihood"
@@ -156,7 +157,7 @@ def test_dedup_threshold_controls_the_pool(memory_store):
 
 def test_malformed_output_and_empty_question(memory_store):
     state, _, _ = run(FakeLLM(default="\n\n"), memory_store)
-    assert state["answer"] == "" and state["trace"][0]["fallback_no_counterfactual"] == 1
+    assert state["answer"] == "" and state["trace"][1]["fallback_no_counterfactual"] == 1
     assert any(e.get("fallback_empty_answer") for e in state["trace"])
     with pytest.raises(EmptyQuestionError):
         build_graph("cf_rag", llm=FakeLLM(), store=memory_store).invoke({"question": "  "})

@@ -78,7 +78,9 @@ def document(title: str) -> Document:
 
 
 def run_from_samples(llm: FakeLLM, samples: list[list[str]], judge: str, **params) -> dict:
-    """The graph from ``cluster_and_sample`` on, with these evidence samples E_j (one per path)."""
+    """The graph from ``cluster_and_sample`` on, with these evidence samples E_j (one per path); φ_coh over
+    E_j as Eq. 9 writes it unless ``coherence="pool"`` is passed."""
+    params.setdefault("coherence", "sample")
     graph = build_graph("cf_rag", llm=llm, checkpointer=InMemorySaver(), judge=judge, hypotheses=len(samples),
                         lam=LAM, lambda1=0.0, lambda2=1.0, **params)
     config = {"configurable": {"thread_id": "arbitration"}}
@@ -100,21 +102,25 @@ def mention(answer: str, title: str, answers: list[str], judge: str) -> float:
     return weights[answer] / sum(weights.values())
 
 
-def expected(samples: list[list[str]], judge: str) -> list[dict]:
-    """φ_coh, φ_causal and Ψ of every path, from the hand-set numbers (Eq. 10-11, Algorithm 1 line 12)."""
+def expected(samples: list[list[str]], judge: str, coherence: str = "sample") -> list[dict]:
+    """φ_coh, φ_causal and Ψ of every path, from the hand-set numbers (Eq. 10-11, Algorithm 1 line 12); φ_coh
+    over the path's own sample, or over every path's evidence (``coherence="pool"``, no other pool here)."""
     answers = [WRITES[s[0]] for s in samples]
+    everything = list(dict.fromkeys(t for titles in samples for t in titles))
     rows = []
     for answer, titles in zip(answers, samples, strict=True):
-        coh = sum(PASSAGES[t][1] * mention(answer, t, answers, judge) for t in titles) / len(titles)
+        judged = everything if coherence == "pool" else titles
+        coh = sum(PASSAGES[t][1] * mention(answer, t, answers, judge) for t in judged) / len(judged)
         causal = sum(PASSAGES[t][1] - PASSAGES[t][2] for t in titles) / len(titles)
         rows.append({"answer": answer, "phi_coh": coh, "phi_causal": causal, "psi": (1 - LAM) * coh + LAM * causal})
     return rows
 
 
+@pytest.mark.parametrize("coherence", ["sample", "pool"])
 @pytest.mark.parametrize("judge", ["generate", "score"])
-def test_arbitration_ranks_the_hypotheses_by_psi(judge):
-    state = run_from_samples(fake(), AGREEING, judge)
-    want = expected(AGREEING, judge)
+def test_arbitration_ranks_the_hypotheses_by_psi(judge, coherence):
+    state = run_from_samples(fake(), AGREEING, judge, coherence=coherence)
+    want = expected(AGREEING, judge, coherence)
     order = sorted(range(len(want)), key=lambda j: -want[j]["psi"])
     assert [h["index"] for h in state["arbitration"]] == order and order[0] != 0
     for h in state["arbitration"]:

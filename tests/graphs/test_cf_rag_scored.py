@@ -43,6 +43,7 @@ def reader() -> FakeLLM:
 
 
 def run(llm, store, **params):
+    params.setdefault("mechanism", "paper")
     return build_graph("cf_rag", llm=llm, store=store, judge="score", **params).invoke({"question": QUESTION})
 
 
@@ -65,7 +66,7 @@ def test_counterfactuals_are_scored_edits_that_pass_eq2(memory_store):
     assert chosen and all(len(options) >= 1 for _, options in chosen)
     passed = [r for r in rows if r["verdict"] is None]
     assert passed and all(r["query"] != QUESTION and r["similarity"] > 0.7 for r in passed)
-    explore = state["trace"][0]
+    explore = state["trace"][1]
     assert explore["node"] == "explore_counterfactuals" and explore["selected"] == sum(bool(r.get("selected")) for r in rows) >= 1
 
 

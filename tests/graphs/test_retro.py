@@ -33,12 +33,13 @@ def consistent_llm(sc_answer: str = " Rhine", sc_yes: float = 0.9, **rules) -> F
 
 def run(llm, store, question=BRIDGE, **params):
     params.setdefault("judge", "generate")  # the paper's text prompts; scored: tests/graphs/test_retro_scored.py
+    params.setdefault("mechanism", "paper")
     return build_graph("retro", llm=llm, store=store, **params).invoke({"question": question})
 
 
 def test_registered_with_paper_defaults():
     params = causalrag.METHODS["retro"].parameters()
-    assert (params["max_iterations"], params["evidence_size"], params["threshold"], params["retrieval"]) == (5, 5, 0.7, "bm25")
+    assert (params["max_iterations"], params["evidence_size"], params["threshold"], params["retrieval"]) == (5, 5, 0.7, "dense")
     assert params["gate_threshold"] == 0.5 and params["sc_temperature"] == 1.0
 
 
@@ -47,7 +48,7 @@ def test_stop_edge_fires_above_threshold(memory_store):
     assert state["answer"] == "Rhine"
     assert len(state["rounds"]) == 1 and state["rounds"][0]["stop"] == "consistent"
     assert state["rounds"][0]["sc"]["score"] > 0.7
-    assert [e["node"] for e in state["trace"]] == ["collate", "discover", "answer", "check"]
+    assert [e["node"] for e in state["trace"]] == ["retrieve", "collate", "discover", "answer_from_evidence", "check"]
 
 
 def test_stop_edge_does_not_fire_below_threshold(memory_store):
@@ -144,7 +145,7 @@ def test_missing_answer_line_falls_back_and_is_counted(memory_store):
 
     llm = consistent_llm(**{"Reason in one sentence": cot})
     state = run(llm, memory_store)
-    entry = next(e for e in state["trace"] if e["node"] == "answer")
+    entry = next(e for e in state["trace"] if e["node"] == "answer_from_evidence")
     assert entry["cot_fallbacks"] == 1 and state["answer"] == "Rhine"
 
 
@@ -162,10 +163,10 @@ def test_requery_adding_nothing_to_the_question_falls_back(memory_store):
 
 
 def test_stream_shows_every_stage(memory_store):
-    graph = build_graph("retro", llm=consistent_llm(sc_answer=" Danube"), store=memory_store, max_iterations=2, judge="generate")
+    graph = build_graph("retro", llm=consistent_llm(sc_answer=" Danube"), store=memory_store, max_iterations=2, judge="generate", mechanism="paper")
     events = [e for mode, e in graph.stream({"question": BRIDGE}, stream_mode=["updates", "custom"]) if mode == "custom"]
     kinds = [(e["type"], e["stage"]) for e in events]
-    for kind in [("evidence", "collate"), ("inferences", "discover"), ("token", "answer"), ("answer", "answer"),
+    for kind in [("evidence", "collate"), ("inferences", "discover"), ("token", "answer_from_evidence"), ("answer", "answer_from_evidence"),
                  ("score", "check"), ("query", "requery"), ("answer", "final")]:
         assert kind in kinds
     assert kinds.count(("evidence", "collate")) == 2
@@ -204,5 +205,5 @@ def test_trace_is_json_ready(memory_store):
     state = run(consistent_llm(sc_answer=" Danube"), memory_store, max_iterations=2)
     record = {"trace": state["trace"], "rounds": state["rounds"]}
     assert json.loads(json.dumps(record, allow_nan=False)) == record
-    assert [r["iteration"] for r in record["rounds"]] == [1, 2] and len(record["trace"]) == 9
+    assert [r["iteration"] for r in record["rounds"]] == [1, 2] and len(record["trace"]) == 10
     assert all(r["sc"]["score"] < 0.7 and r["evidence"] for r in record["rounds"])

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow
 def test_retro_runs_the_loop_on_a_bridge_question(real_llm, demo_store):
     question = next(q for q in demo_questions() if q["id"] == "bridge-beethoven-river")
     graph = build_graph("retro", llm=real_llm, store=demo_store, max_iterations=2, evidence_size=3, retrieve_k=3,
-                        max_inferences=2)
+                        max_inferences=2, mechanism="paper")
     state = graph.invoke({"question": question["question"]})
     rounds = state["rounds"]
     assert 1 <= len(rounds) <= 2
@@ -29,8 +29,8 @@ def test_retro_runs_the_loop_on_a_bridge_question(real_llm, demo_store):
     assert "Ludwig van Beethoven" in rounds[0]["evidence"]
     assert state["answer"] and state["answer"] == last["answer"]
     nodes = [e["node"] for e in state["trace"]]
-    assert nodes[:4] == ["collate", "discover", "answer", "check"]
-    answer_step = next(e for e in state["trace"] if e["node"] == "answer")
+    assert nodes[:5] == ["retrieve", "collate", "discover", "answer_from_evidence", "check"]
+    answer_step = next(e for e in state["trace"] if e["node"] == "answer_from_evidence")
     assert answer_step["new_tokens"] > 0 and answer_step["llm_calls"] >= 2  # CoT answer + SC answer
     if last["sc"]["raw"] is not None:
         assert 0.0 <= last["sc"]["raw"] <= 1.0 and 0.0 <= last["sc"]["calibrated"] <= 1.0

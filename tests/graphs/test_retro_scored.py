@@ -40,6 +40,7 @@ def reader(confidence: float = 3.0, facts: str = " Beethoven was born in Bonn.\n
 
 
 def run(llm, store, **params):
+    params.setdefault("mechanism", "paper")
     return build_graph("retro", llm=llm, store=store, judge="score", **params).invoke({"question": BRIDGE})
 
 
@@ -49,7 +50,7 @@ def test_a_confident_choice_stops_at_once_without_chain_of_thought(memory_store)
     assert state["answer"] == "Rhine" and [r["stop"] for r in state["rounds"]] == ["consistent"]
     assert state["rounds"][0]["sc"]["score"] > 0.7 and state["rounds"][0]["sc"]["scored"]
     assert not any("Reason in one sentence" in p or "Do A and B give the same answer?" in p for p in llm.prompts)
-    answer = next(e for e in state["trace"] if e["node"] == "answer")
+    answer = next(e for e in state["trace"] if e["node"] == "answer_from_evidence")
     assert set(answer["choice"]["options"]) >= {"Rhine"} and answer["no_candidate_fallbacks"] == 0
 
 
@@ -85,9 +86,9 @@ def test_nothing_retrieved_the_written_answer_is_the_only_candidate_and_nothing_
         def retrieve(self, *args, **kwargs):
             return []
 
-    state = build_graph("retro", llm=empty, store=Nothing(), judge="score", max_iterations=1).invoke({"question": BRIDGE})
-    answer = next(e for e in state["trace"] if e["node"] == "answer")
+    state = build_graph("retro", llm=empty, store=Nothing(), judge="score", max_iterations=1, mechanism="paper").invoke({"question": BRIDGE})
+    answer = next(e for e in state["trace"] if e["node"] == "answer_from_evidence")
     assert answer["no_candidate_fallbacks"] == 0 and answer["choice"]["options"] == ["Bonn"] and state["answer"] == "Bonn"
     silent = FakeLLM({"Search query:": " x", "Write short facts": " nothing", "Answer the question": " "}, option=lambda p, o: -1.0)
-    state = build_graph("retro", llm=silent, store=Nothing(), judge="score", max_iterations=1).invoke({"question": BRIDGE})
-    assert next(e for e in state["trace"] if e["node"] == "answer")["no_candidate_fallbacks"] == 1 and state["answer"] == ""
+    state = build_graph("retro", llm=silent, store=Nothing(), judge="score", max_iterations=1, mechanism="paper").invoke({"question": BRIDGE})
+    assert next(e for e in state["trace"] if e["node"] == "answer_from_evidence")["no_candidate_fallbacks"] == 1 and state["answer"] == ""

@@ -1,0 +1,139 @@
+"""Look before deciding: the shape of the evidence picks the mechanism (docs/methods.md, "Deciding under conflict").
+
+No single aggregation is robust. Reading each passage alone and voting wins when most sources are
+right and loses when they agree on something wrong; there only the model's own knowledge can help;
+and a bridge question needs its passages read together. So a robust method first runs standard
+RAG's reading (the shared :func:`~causalrag.nodes.common.answer` node: the joint reading, and the
+answer a question keeps when nothing conflicts), then :func:`assess` looks at three readings:
+
+1. **each passage alone** (:func:`~causalrag.nodes.evidence.read_each`), grouped by agreeing answers:
+   do the sources conflict, and does any passage answer alone?
+2. **the model's own knowledge**: its closed-book answer and how sure it is of it (mean per-token
+   log-probability). A scored *comparison* of candidates closed book measures how familiar an answer
+   string is, not whether the model knows the fact (it preferred "Batman" to "Heath Ledger" for the
+   Joker, calibrated or not); the model's confidence in its own answer tracks knowledge: on the
+   robustness suite's dev half its answers at ≥ −0.5 were right 12 times in 13;
+3. **the passages together**: standard RAG's answer, already in the state.
+
+:func:`route_by_shape` then sends the question to one of three mechanisms, each its own node:
+
+* ``keep`` — nothing conflicts (every source that answers alone agrees with the joint reading), no
+  passage answers alone (a bridge, read jointly), or the sources scatter over several answers with no
+  plurality to trust (a correlation trap's look-alikes): standard RAG's answer stands (do no harm);
+* ``vote`` — the sources disagree and one answer has a plurality of at least two, or the joint
+  reading disagrees with every source that answers alone: the method's own isolate-and-aggregate
+  mechanism (Astute's consolidation, CF-RAG's hypotheses and Ψ, RetroRAG's loop);
+* ``knowledge`` — the model's own answer contradicts what the passages say (their majority, their
+  only answer, or their joint reading) and it is sure of it, or it sides with a minority of the
+  sources and is fairly sure: :func:`trust_knowledge` (Astute reads its internal passages).
+
+``mechanism="paper"`` skips the assessment and runs the paper's own path for every question;
+``vote``/``knowledge``/``keep`` force one mechanism (ablations).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from langgraph.runtime import Runtime
+
+from causalrag.nodes.common import context, emit, llm_of, question_of, traced
+from causalrag.nodes.evidence import Group, group_readings, passage_text, read_cached
+from causalrag.prompts.common import ANSWER_STOP, answer_prompt
+from causalrag.state.base import Assessment, Route, RoutedContext, TriageState
+from causalrag.text import clean_answer, mentions, normalize_answer, same_answer
+
+
+def closed_book_answer(llm, question: str, max_new_tokens: int) -> str:
+    """What the model answers with no passage (``no_rag``'s reading)."""
+    out = llm.generate([answer_prompt(question, [])], max_new_tokens=max_new_tokens, stop=ANSWER_STOP)[0]
+    return clean_answer(out[0] if out else "")
+
+
+def confidence(llm, question: str, answer: str) -> float:
+    """How sure the model is of its own closed-book answer: the answer's mean per-token log-probability."""
+    return llm.choose([answer_prompt(question, [])], [[answer]])[0].scores[0] if normalize_answer(answer) else float("-inf")
+
+
+def shape_of(groups: Sequence[Group], standard: str, closed: str, sure: float, ctx: RoutedContext) -> tuple[str, Route, str | None]:
+    """(shape, route, the answer the model's knowledge holds against the passages) from the assessment.
+
+    Shapes: ``conflict`` — the sources disagree and one answer has a plurality of at least two of them,
+    or the joint reading disagrees with every source that answers alone; ``scattered`` — several
+    answers, none with such a plurality (a correlation trap's look-alikes, noise): nothing to vote
+    with, the joint reading stands; ``agree``; ``unanswered`` (no passage answers alone: a bridge, or
+    noise); and ``contradicted`` when the model's own answer overrules what the passages say (their
+    first group, else the joint reading): it is sure of it (mean per-token log-probability ≥
+    ``knowledge_confidence``), or it sides with a minority of the sources and is at least
+    ``minority_confidence`` sure.
+    """
+    if len(groups) >= 2:
+        sizes = [len(g.members) for g in groups]
+        said, shape = groups[0].answer, "conflict" if sizes[0] >= 2 and sizes[0] > sizes[1] else "scattered"
+    elif groups:
+        said = groups[0].answer
+        shape = "agree" if not normalize_answer(standard) or same_answer(said, standard) else "conflict"
+    else:
+        said, shape = standard, "unanswered"
+    if normalize_answer(closed) and not same_answer(closed, said):
+        if sure >= ctx.knowledge_confidence:
+            return "contradicted", "knowledge", closed
+        minority = next((g.answer for g in groups[1:] if same_answer(g.answer, closed)), None)
+        if minority is not None and sure >= ctx.minority_confidence:
+            return "contradicted", "knowledge", minority
+    return shape, "vote" if shape == "conflict" else "keep", None
+
+
+@traced
+def assess(state: TriageState, runtime: Runtime[RoutedContext]) -> dict:
+    """Read each passage alone, ask the model's own answer and how sure it is, and name the shape of the evidence."""
+    ctx = context(runtime)
+    if ctx.mechanism == "paper":
+        return {"assessment": {"shape": "", "route": "paper"}, "trace": [{"route": "paper"}]}
+    llm, question = llm_of(ctx), question_of(state)
+    docs = list(state.get("documents") or [])
+    standard = str(state.get("answer") or "")
+    readings, read = read_cached(llm, question, docs, state.get("read") or {})
+    groups = group_readings(readings, [d.id or str(i) for i, d in enumerate(docs)])
+    closed = closed_book_answer(llm, question, ctx.max_new_tokens)
+    sure = confidence(llm, question, closed)
+    shape, route, believed = shape_of(groups, standard, closed, sure, ctx)
+    assessment: Assessment = {
+        "shape": shape, "route": route if ctx.mechanism == "auto" else ctx.mechanism, "standard": standard,
+        "closed_book": closed, "confidence": round(sure, 4), "believed": believed,
+        "groups": [{"answer": g.answer, "sources": g.sources} for g in groups],
+    }
+    emit(runtime, "assessment", "assess", **assessment)
+    return {"assessment": assessment, "read": read, "trace": [dict(assessment)]}
+
+
+def route_by_shape(state: TriageState) -> Route:
+    """The mechanism the assessment chose (``paper`` when it was skipped)."""
+    return (state.get("assessment") or {}).get("route", "paper")
+
+
+@traced
+def trust_knowledge(state: TriageState, runtime: Runtime[RoutedContext]) -> dict:
+    """The model's own knowledge decides: the answer it holds against the passages. A method that wrote
+    passages from memory (Astute's internal passages) reads them to choose between that answer and what
+    the retrieved passages say; the passages that state the answer are its evidence."""
+    ctx = context(runtime)
+    assessment = state.get("assessment") or {}
+    believed = assessment.get("believed") or assessment.get("closed_book") or str(state.get("answer") or "")
+    internal = list(state.get("internal") or [])
+    said = next((g["answer"] for g in assessment.get("groups") or []), assessment.get("standard") or "")
+    options = distinct([believed, said])
+    if internal and len(options) > 1:
+        believed = llm_of(ctx).choose([answer_prompt(question_of(state), internal)], [options])[0].answer or believed
+    stating = [d for d in state.get("documents") or [] if mentions(believed, passage_text(d))]
+    emit(runtime, "answer", "knowledge", answer=believed)
+    return {"answer": believed, "documents": stating or internal, "trace": [{"knowledge_answer": believed, "read_internal": bool(internal)}]}
+
+
+def distinct(answers: Sequence[str]) -> list[str]:
+    """Non-empty answers, the first spelling of each set of agreeing ones kept."""
+    kept: list[str] = []
+    for a in answers:
+        if normalize_answer(a) and not any(same_answer(a, k) for k in kept):
+            kept.append(a)
+    return kept

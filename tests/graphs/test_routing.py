@@ -1,0 +1,163 @@
+"""The assessment and its routes (causalrag.nodes.triage) in Astute RAG, CF-RAG and RetroRAG, with a fake LLM.
+
+The fake reads like the real model is asked to: a prompt with one passage answers what that passage
+states, a prompt with several answers what the standard reading says, a prompt with none answers
+from "memory"; its confidence in that closed-book answer is set per test.
+"""
+
+import pytest
+from langchain_core.embeddings import DeterministicFakeEmbedding
+
+from causalrag.graphs.registry import build_graph, get_method
+from causalrag.nodes.evidence import Group
+from causalrag.nodes.triage import shape_of
+from causalrag.state.base import RoutedContext
+from causalrag.tools.store import Passage, Store
+from tests.fakes import FakeLLM
+
+QUESTION = "What is the capital of Australia?"
+ROUTED = ("astute", "cf_rag", "retro")
+
+
+WORDINGS = (  # different enough that CF-RAG's near-duplicate filter (Eq. 4) keeps every source
+    "Official records name {} as the seat of the national government.",
+    "Parliament and the high court both sit in {}, which the constitution made the capital.",
+    "A travel guide to the region: {} is where visitors find the federal ministries.",
+    "School atlases mark {} with the star used for capitals.",
+    "In 1913 surveyors laid out {} as the planned home of government.",
+)
+
+
+def passages(*cities: str) -> list[Passage]:
+    return [Passage(f"Source {i}", WORDINGS[i - 1].format(city)) for i, city in enumerate(cities, 1)]
+
+
+def store_of(*cities: str) -> Store:
+    return Store.in_memory(passages(*cities), embeddings=DeterministicFakeEmbedding(size=16))
+
+
+def passage_block(prompt: str) -> list[str]:
+    """The passage lines of the prompt's own (last) question, none for a closed-book prompt."""
+    if "Passages:" not in prompt:
+        return []
+    block = prompt.rsplit("Passages:", 1)[1].split("\nQuestion:", 1)[0]
+    return [line for line in block.splitlines() if line.startswith("[")]
+
+
+def reader(standard: str, closed: str, sure: float = -3.0) -> FakeLLM:
+    """One passage → the city it names; several → ``standard``; none → ``closed``, scored at ``sure`` per token."""
+    cities = ("Canberra", "Sydney", "Melbourne")
+
+    def reply(prompt: str) -> str:
+        lines = passage_block(prompt)
+        if len(lines) == 1:
+            return " " + next((c for c in cities if c in lines[0]), "unknown")
+        return f" {standard}" if lines else f" {closed}"
+
+    def option(prompt: str, answer: str) -> float:
+        if not passage_block(prompt):  # closed book: how sure the model is of its own answer
+            return sure * len(answer.split()) if answer == closed else -6.0
+        if "Question: N/A" in prompt:  # the content-free question: a reading the question does not raise
+            return -6.0
+        return -0.5 if any(answer in line for line in passage_block(prompt)) else -4.0
+
+    return FakeLLM(default=reply, option=option)
+
+
+def run(method: str, llm: FakeLLM, store: Store, **params) -> dict:
+    params = {"judge": "score", **get_method(method).cpu_params, **params}
+    return build_graph(method, llm=llm, store=store, k=5, **params).invoke({"question": QUESTION})
+
+
+def nodes(state: dict) -> list[str]:
+    return [e["node"] for e in state["trace"]]
+
+
+# --------------------------------------------------------------------------- the rule
+def groups(*sizes: tuple[str, int]) -> list[Group]:
+    return [Group(answer, [f"s{i}" for i in range(n)], list(range(n))) for answer, n in sizes]
+
+
+CTX = RoutedContext()
+
+
+@pytest.mark.parametrize(
+    ("found", "standard", "closed", "sure", "expected"),
+    [
+        (groups(("Canberra", 3)), "Canberra", "Sydney", -3.0, ("agree", "keep", None)),
+        (groups(("Canberra", 3), ("Sydney", 2)), "Canberra", "Perth", -3.0, ("conflict", "vote", None)),
+        (groups(("Canberra", 1)), "Sydney", "", -9.0, ("conflict", "vote", None)),  # the joint reading disagrees
+        ([], "Tartu", "Oslo", -3.0, ("unanswered", "keep", None)),  # a bridge: no passage answers alone
+        (groups(("Sydney", 3)), "Sydney", "Canberra", -0.2, ("contradicted", "knowledge", "Canberra")),
+        (groups(("Sydney", 3), ("Canberra", 2)), "Sydney", "canberra", -0.8, ("contradicted", "knowledge", "Canberra")),
+        (groups(("Sydney", 3), ("Canberra", 2)), "Sydney", "Canberra", -2.0, ("conflict", "vote", None)),  # not sure enough
+        (groups(("Sydney", 1), ("Canberra", 1), ("Perth", 1)), "Canberra", "", -9.0, ("scattered", "keep", None)),
+        (groups(("Sydney", 2), ("Canberra", 2)), "Canberra", "", -9.0, ("scattered", "keep", None)),  # no plurality
+        (groups(("Sydney", 3)), "Sydney", "Canberra", -0.8, ("agree", "keep", None)),  # alone against all: needs −0.5
+        (groups(("Canberra", 3)), "Canberra", "Canberra", -0.1, ("agree", "keep", None)),  # knowledge agrees
+        ([], "Paris", "Canberra", -0.3, ("contradicted", "knowledge", "Canberra")),
+    ],
+)
+def test_shape_and_route(found, standard, closed, sure, expected):
+    assert shape_of(found, standard, closed, sure, CTX) == expected
+
+
+# --------------------------------------------------------------------------- the graphs
+@pytest.mark.parametrize("method", ROUTED)
+def test_nothing_in_conflict_keeps_standard_rags_answer(method):
+    store = store_of("Canberra", "Canberra", "Canberra")
+    llm = reader(standard="Canberra", closed="Sydney")
+    state = run(method, llm, store)
+    standard = build_graph("standard_rag", llm=llm, store=store, k=5).invoke({"question": QUESTION})
+    assert state["answer"] == standard["answer"] == "Canberra"
+    assert nodes(state) == ["retrieve", "answer", "assess"]
+    assert state["assessment"]["shape"] == "agree" and state["assessment"]["route"] == "keep"
+
+
+MECHANISM = {"astute": "consolidate", "cf_rag": "arbitrate", "retro": "answer_from_evidence"}
+
+
+@pytest.mark.parametrize("method", ROUTED)
+def test_disagreeing_sources_go_to_the_methods_own_aggregation(method):
+    store = store_of("Canberra", "Canberra", "Canberra", "Sydney", "Sydney")
+    state = run(method, reader(standard="Sydney", closed="Perth"), store)
+    assessment = state["assessment"]
+    assert (assessment["shape"], assessment["route"]) == ("conflict", "vote")
+    assert [g["answer"] for g in assessment["groups"]] == ["Canberra", "Sydney"]
+    assert MECHANISM[method] in nodes(state) and "trust_knowledge" not in nodes(state)
+    assert state["answer"] == "Canberra"  # three sources against two; the joint reading said Sydney
+
+
+@pytest.mark.parametrize("method", ROUTED)
+def test_a_sure_model_overrules_passages_that_agree_on_something_else(method):
+    store = store_of("Sydney", "Sydney", "Sydney")
+    state = run(method, reader(standard="Sydney", closed="Canberra", sure=-0.2), store)
+    assessment = state["assessment"]
+    assert (assessment["shape"], assessment["route"], assessment["believed"]) == ("contradicted", "knowledge", "Canberra")
+    assert nodes(state)[-1] == "trust_knowledge" and MECHANISM[method] not in nodes(state)
+    assert state["answer"] == "Canberra"
+
+
+@pytest.mark.parametrize("method", ROUTED)
+def test_an_unsure_model_leaves_the_passages_alone(method):
+    store = store_of("Sydney", "Sydney", "Sydney")
+    state = run(method, reader(standard="Sydney", closed="Canberra", sure=-2.0), store)
+    assert state["assessment"]["route"] == "keep" and state["answer"] == "Sydney"
+
+
+@pytest.mark.parametrize("method", ROUTED)
+def test_the_papers_path_skips_the_assessment(method):
+    store = store_of("Canberra", "Canberra", "Canberra")
+    llm = reader(standard="Canberra", closed="Sydney")
+    state = run(method, llm, store, mechanism="paper")
+    assert "answer" not in nodes(state)[:2] and "assess" not in nodes(state)
+    assert MECHANISM[method] in nodes(state)
+    assert not any(not passage_block(p) for p in llm.prompts if p.rstrip().endswith(f"{QUESTION}\nAnswer:"))  # no closed-book reading
+
+
+@pytest.mark.parametrize(("mechanism", "last"), [("keep", "assess"), ("knowledge", "trust_knowledge")])
+def test_a_forced_mechanism_runs_for_every_question(mechanism, last):
+    store = store_of("Canberra", "Canberra", "Sydney")
+    state = run("retro", reader(standard="Canberra", closed="Perth"), store, mechanism=mechanism)
+    assert state["assessment"]["route"] == mechanism and nodes(state)[-1] == last
+    assert state["assessment"]["shape"] == "conflict"  # the assessment still says what it saw
