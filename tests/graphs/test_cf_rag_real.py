@@ -24,13 +24,13 @@ def trap():
 
 
 def test_full_trace_on_the_correlation_trap(real_llm, memory_store, trap):
-    graph = build_graph("cf_rag", llm=real_llm, store=memory_store, judge="score", **SMALL)
+    graph = build_graph("cf_rag", llm=real_llm, store=memory_store, judge="score", mechanism="paper", **SMALL)
     events = list(graph.stream({"question": trap.question}, stream_mode=["custom", "values"]))
     state = [e for mode, e in events if mode == "values"][-1]
     custom = [e for mode, e in events if mode == "custom"]
 
     nodes = [e["node"] for e in state["trace"]]
-    assert nodes[:3] == ["explore_counterfactuals", "dialectical_retrieve", "cluster_and_sample"]
+    assert nodes[:4] == ["retrieve", "explore_counterfactuals", "dialectical_retrieve", "cluster_and_sample"]
     assert nodes.count("hypothesize") == 2 and nodes[-2] == "arbitrate" and nodes[-1] in ("accept", "synthesize")
     assert nodes[-1] == ("accept" if state["consensus"] else "synthesize")
 
