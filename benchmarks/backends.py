@@ -23,8 +23,8 @@ from causalrag.config import settings
 from causalrag.corpus import demo_passages, demo_questions, hotpotqa_questions
 from causalrag.graphs.registry import build_graph
 from causalrag.prompts.common import answer_prompt
-from causalrag.tools.usage import metered
 from causalrag.tools.store import Passage, Store
+from causalrag.tools.usage import metered
 
 
 def answer_prompts(n: int) -> list[str]:

@@ -19,10 +19,16 @@ import time
 from causalrag.eval.datasets import load_dataset
 from causalrag.graphs.registry import build_graph
 from causalrag.nodes.common import summarize_trace
-from causalrag.prompts.cf_rag import COUNTERFACTUAL_STOP, HYPOTHESIS_STOP, TRANSFORMATIONS, counterfactual_prompt, hypothesis_prompt
+from causalrag.prompts.cf_rag import (
+    COUNTERFACTUAL_STOP,
+    HYPOTHESIS_STOP,
+    TRANSFORMATIONS,
+    counterfactual_prompt,
+    hypothesis_prompt,
+)
 from causalrag.tools.llm import default_llm
-from causalrag.tools.usage import metered
 from causalrag.tools.store import Store
+from causalrag.tools.usage import metered
 
 
 def timed(fn):

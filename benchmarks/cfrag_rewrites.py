@@ -22,7 +22,6 @@ from causalrag.graphs.registry import build_graph
 from causalrag.tools.llm import default_llm
 from causalrag.tools.store import Store
 
-
 REASONS = ("rejected_repeat", "rejected_off_topic", "rejected_same_answer", "rejected_other")
 
 

@@ -21,7 +21,15 @@ import time
 from pathlib import Path
 
 from causalrag.eval.datasets import load_dataset
-from causalrag.eval.reranking import bm25_reranker, compare, lm_rerankers, markdown_table, score_agreement, score_pools, similarity
+from causalrag.eval.reranking import (
+    bm25_reranker,
+    compare,
+    lm_rerankers,
+    markdown_table,
+    score_agreement,
+    score_pools,
+    similarity,
+)
 from causalrag.prompts.cis import passage_text
 from causalrag.tools.cis import CISScorer, PriorCache
 from causalrag.tools.cross_encoder import DistillConfig, TrainingPair, distill

@@ -20,8 +20,8 @@ from causalrag.corpus import hotpotqa_questions
 from causalrag.prompts.cis import PRIOR_PREFIX, passage_text, query_prefix
 from causalrag.tools.cis import CISScorer, PriorCache
 from causalrag.tools.llm import default_llm
-from causalrag.tools.usage import metered
 from causalrag.tools.store import Passage
+from causalrag.tools.usage import metered
 
 
 def timed(fn):

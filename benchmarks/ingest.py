@@ -15,10 +15,10 @@ import os
 import tempfile
 import time
 
+from store import synthetic  # noqa: E402  (benchmarks/ is the script's folder)
+
 from causalrag.tools.encoders import EMBED_BATCH, default_embeddings
 from causalrag.tools.store import Store
-
-from store import synthetic  # noqa: E402  (benchmarks/ is the script's folder)
 
 
 def main() -> None:

@@ -42,13 +42,12 @@ need("dev", "rank_bm25")
 import numpy as np  # noqa: E402
 from rank_bm25 import BM25Okapi  # noqa: E402
 from scipy import sparse  # noqa: E402
+from store import percentile, synthetic  # noqa: E402  (benchmarks/ is the script's folder)
 
 from causalrag.corpus import hotpotqa_questions  # noqa: E402
 from causalrag.eval.datasets import load_dataset  # noqa: E402
 from causalrag.eval.settings import gold_ids  # noqa: E402
 from causalrag.tools.lexical import LexicalIndex, tokenize  # noqa: E402
-
-from store import percentile, synthetic  # noqa: E402  (benchmarks/ is the script's folder)
 
 K1, B, EPSILON = 1.5, 0.75, 0.25
 

@@ -16,8 +16,8 @@ import torch
 from causalrag.corpus import hotpotqa_questions
 from causalrag.prompts.common import answer_prompt
 from causalrag.tools.llm import load_llm
-from causalrag.tools.usage import metered
 from causalrag.tools.store import Passage
+from causalrag.tools.usage import metered
 
 
 def prompts(n: int) -> list[str]:

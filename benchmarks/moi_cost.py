@@ -29,8 +29,8 @@ from causalrag.nodes.moi_solve import (
 )
 from causalrag.tools.encoders import default_embeddings
 from causalrag.tools.llm import default_llm
-from causalrag.tools.usage import metered
 from causalrag.tools.store import Store
+from causalrag.tools.usage import metered
 
 
 def proposals(n: int, full: int, prefix: int) -> dict[str, list[tuple[int, ...]]]:

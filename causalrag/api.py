@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from causalrag.config import DEMO_COLLECTION
 from causalrag.budget import check_question, question_may_overflow
+from causalrag.config import DEMO_COLLECTION
 from causalrag.graphs.registry import Method, build_graph, get_method, make_context, methods
 from causalrag.nodes.common import llm_of, question_of
 from causalrag.text import readable

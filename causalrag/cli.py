@@ -13,7 +13,7 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -28,9 +28,9 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 out = Console()
 err = Console(stderr=True, soft_wrap=True)
 
-ModelOpt = Annotated[Optional[str], typer.Option("--model", help="Local model folder, .gguf file or hub id.")]
+ModelOpt = Annotated[str | None, typer.Option("--model", help="Local model folder, .gguf file or hub id.")]
 BackendOpt = Annotated[
-    Optional[str], typer.Option("--backend", help="LLM backend: auto, transformers, llamacpp or openai (default: CAUSALRAG_BACKEND).")
+    str | None, typer.Option("--backend", help="LLM backend: auto, transformers, llamacpp or openai (default: CAUSALRAG_BACKEND).")
 ]
 CollectionOpt = Annotated[str, typer.Option("--collection", "-c", help="Chroma collection.")]
 ParamOpt = Annotated[list[str], typer.Option("--param", "-p", help="Method parameter NAME=VALUE (repeatable).")]
@@ -184,15 +184,15 @@ def ingest(
 
 @app.command()
 def ask(
-    question: Annotated[Optional[str], typer.Argument(help="The question; - reads it from standard input (omit with --resume).")] = None,
-    question_file: Annotated[Optional[Path], typer.Option("--question-file", "-f", help="Read the question from this file (long questions).")] = None,
-    method: Annotated[Optional[str], typer.Option("--method", "-m", help="Default: standard_rag.")] = None,
+    question: Annotated[str | None, typer.Argument(help="The question; - reads it from standard input (omit with --resume).")] = None,
+    question_file: Annotated[Path | None, typer.Option("--question-file", "-f", help="Read the question from this file (long questions).")] = None,
+    method: Annotated[str | None, typer.Option("--method", "-m", help="Default: standard_rag.")] = None,
     collection: CollectionOpt = DEMO_COLLECTION,
-    k: Annotated[Optional[int], typer.Option(help="Passages for the answer step.")] = None,
-    retrieval: Annotated[Optional[str], typer.Option(help="dense, bm25 or hybrid.")] = None,
+    k: Annotated[int | None, typer.Option(help="Passages for the answer step.")] = None,
+    retrieval: Annotated[str | None, typer.Option(help="dense, bm25 or hybrid.")] = None,
     stream: Annotated[bool, typer.Option("--stream", help="Print evidence and tokens as they come.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the answer, documents and trace as JSON.")] = False,
-    thread: Annotated[Optional[str], typer.Option(help="Persist every step under this thread id (SQLite).")] = None,
+    thread: Annotated[str | None, typer.Option(help="Persist every step under this thread id (SQLite).")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the --thread's interrupted run.")] = False,
     model: ModelOpt = None,
     backend: BackendOpt = None,
@@ -278,7 +278,7 @@ def draw(
 
 @app.command()
 def demo(
-    methods_: Annotated[Optional[str], typer.Option("--methods", help="Comma-separated methods (default: all).")] = None,
+    methods_: Annotated[str | None, typer.Option("--methods", help="Comma-separated methods (default: all).")] = None,
     questions: Annotated[int, typer.Option(help="How many demo questions: the trap first, then a knowledge conflict and a bridge question.")] = 1,
     full: Annotated[bool, typer.Option("--full", help="The papers' defaults even on a CPU (slower).")] = False,
     model: ModelOpt = None,
@@ -290,9 +290,9 @@ def demo(
     and, on the transformers backend of a CPU with native bf16, bf16 weights (unless
     ``CAUSALRAG_DTYPE`` is set), unless ``--full`` is given.
     """
+    from causalrag.config import settings
     from causalrag.corpus import demo_questions, open_store
     from causalrag.graphs.registry import methods as registry
-    from causalrag.config import settings
     from causalrag.tools.backends.base import cpu_has_bf16, pick_device
     from causalrag.tools.llm import choose_backend
 
@@ -391,11 +391,11 @@ def eval_(
     methods_: Annotated[str, typer.Option("--methods", help="Comma-separated methods.")] = "no_rag,standard_rag",
     setting: Annotated[str, typer.Option(help="distractor (each question's own paragraphs) or open (all paragraphs).")] = "distractor",
     inject: Annotated[str, typer.Option(help="Comma-separated numbers K of misleading passages to add, e.g. 0,4,8.")] = "0",
-    limit: Annotated[Optional[int], typer.Option(help="First N questions only.")] = None,
+    limit: Annotated[int | None, typer.Option(help="First N questions only.")] = None,
     out_dir: Annotated[Path, typer.Option("--out", help="Run folder (rerun the same command to resume).")] = Path("runs/eval"),
     seed: Annotated[int, typer.Option(help="Seed of the injected passages.")] = 0,
     instruction: Annotated[bool, typer.Option("--instruction", help="Injected passages also carry a prompt-injection sentence.")] = False,
-    collection: Annotated[Optional[str], typer.Option("--collection", "-c", help="Open setting without passage pools: collection to search.")] = None,
+    collection: Annotated[str | None, typer.Option("--collection", "-c", help="Open setting without passage pools: collection to search.")] = None,
     model: ModelOpt = None,
     param: Annotated[
         list[str], typer.Option("--param", "-p", help="NAME=VALUE for every chosen method that has NAME, or METHOD.NAME=VALUE for one (repeatable).")
@@ -404,7 +404,7 @@ def eval_(
     backend: BackendOpt = None,
     concurrency: Annotated[int, typer.Option(help="Questions in flight at once: their requests overlap on an OpenAI-compatible server; "
                                                   "a local model answers one call at a time.")] = 1,
-    shard: Annotated[Optional[str], typer.Option(help="I/N: only this machine's share of the questions (by a hash of their ids); "
+    shard: Annotated[str | None, typer.Option(help="I/N: only this machine's share of the questions (by a hash of their ids); "
                                                       "`causalrag report` merges the N run folders.")] = None,
 ) -> None:
     """Evaluate methods on a dataset; one JSON line per (method, question, K) in OUT/results.jsonl, resumable."""
@@ -447,8 +447,17 @@ def report(
     """
     from rich import box
 
-    from causalrag.eval.report import COST_COLUMNS, FALLBACK_COLUMNS, QUALITY_COLUMNS, TERMINAL_COLUMNS, TERMINAL_LEGEND
-    from causalrag.eval.report import paired_blocks, table_rows, write_paired_report, write_report
+    from causalrag.eval.report import (
+        COST_COLUMNS,
+        FALLBACK_COLUMNS,
+        QUALITY_COLUMNS,
+        TERMINAL_COLUMNS,
+        TERMINAL_LEGEND,
+        paired_blocks,
+        table_rows,
+        write_paired_report,
+        write_report,
+    )
     from causalrag.eval.runner import merge_runs
 
     if len(folders) > 1 and merged is None:

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 import causalrag
 from causalrag.cli import app
 from causalrag.errors import CausalRAGError, EmptyQuestionError, InvalidParameterError, QuestionTooLongError
-from causalrag.graphs.registry import build_graph, make_context, parse_params
+from causalrag.graphs.registry import build_graph, parse_params
 from causalrag.params import LOG_PROBABILITIES, field_types
 from causalrag.tools.store import Passage, Store
 from tests.fakes import FakeLLM

@@ -32,7 +32,6 @@ Every other spec is a plain :func:`causalrag.eval.datasets.load_dataset` set.
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 from urllib.parse import parse_qsl

@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -452,7 +452,7 @@ def run_eval(
                     "error": error,
                     "params": params,
                     "seed": config.seed,
-                    "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                    "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
                 }
 
             try:

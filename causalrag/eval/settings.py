@@ -20,10 +20,10 @@ from typing import Literal
 
 from langchain_core.embeddings import Embeddings
 
+from causalrag.config import DEMO_COLLECTION
 from causalrag.errors import CausalRAGError
 from causalrag.eval.datasets import Example
 from causalrag.eval.inject import gold_paragraphs, is_injected
-from causalrag.config import DEMO_COLLECTION
 from causalrag.tools.store import Store
 
 Setting = Literal["distractor", "open"]

@@ -24,7 +24,17 @@ from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
 from causalrag.nodes.common import context, emit, emit_evidence, judge_of, llm_of, question_of, stream_text, traced
-from causalrag.nodes.evidence import Reading, group_readings, passage_text, read_cached, read_jointly, reliability, together, with_candidate, written_answer
+from causalrag.nodes.evidence import (
+    Reading,
+    group_readings,
+    passage_text,
+    read_cached,
+    read_jointly,
+    reliability,
+    together,
+    with_candidate,
+    written_answer,
+)
 from causalrag.prompts.astute import (
     BLOCK_STOP,
     EXTERNAL,

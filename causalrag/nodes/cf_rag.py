@@ -33,8 +33,31 @@ from langgraph.runtime import Runtime
 
 from causalrag.nodes import cf_rag_math as cm
 from causalrag.nodes.cf_rag_edits import edits_by_type, question_entities
-from causalrag.nodes.common import context, emit, emit_evidence, fit, judge_of, llm_of, question_of, store_of, stream_text, traced
-from causalrag.nodes.evidence import Reading, confirmations, group_readings, query_relevance, read_cached, read_jointly, reliability, support_matrix, together, with_candidate, written_answer
+from causalrag.nodes.common import (
+    context,
+    emit,
+    emit_evidence,
+    fit,
+    judge_of,
+    llm_of,
+    question_of,
+    store_of,
+    stream_text,
+    traced,
+)
+from causalrag.nodes.evidence import (
+    Reading,
+    confirmations,
+    group_readings,
+    query_relevance,
+    read_cached,
+    read_jointly,
+    reliability,
+    support_matrix,
+    together,
+    with_candidate,
+    written_answer,
+)
 from causalrag.prompts.cf_rag import (
     COUNTERFACTUAL_STOP,
     HYPOTHESIS_STOP,

@@ -13,8 +13,8 @@ from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
 from causalrag.nodes.common import context, emit_evidence, fit, llm_of, question_of, store_of, traced
-from causalrag.state.cis import CISContext, CISState
 from causalrag.prompts.cis import passage_text, query_prefix
+from causalrag.state.cis import CISContext, CISState
 from causalrag.tools.cis import CISScore, CISScorer
 from causalrag.tools.cross_encoder import default_distilled_path, load_distilled
 

@@ -26,9 +26,9 @@ from langgraph.types import Command
 
 from causalrag.budget import fit_passages
 from causalrag.errors import CausalRAGError, EmptyQuestionError
+from causalrag.params import check_context
 from causalrag.prompts.common import ANSWER_STOP, answer_prompt
 from causalrag.state.base import RAGContext, RAGState
-from causalrag.params import check_context
 from causalrag.text import clean_answer, readable
 from causalrag.tools.backends.chat_model import LLMChatModel, ReplyChatModel
 from causalrag.tools.usage import metered

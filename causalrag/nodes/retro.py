@@ -41,11 +41,30 @@ import numpy as np
 from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
-from causalrag.nodes.common import context, emit, emit_evidence, fit, judge_of, llm_of, question_of, store_of, stream_text, traced
+from causalrag.nodes.common import (
+    context,
+    emit,
+    emit_evidence,
+    fit,
+    judge_of,
+    llm_of,
+    question_of,
+    store_of,
+    stream_text,
+    traced,
+)
 from causalrag.nodes.evidence import group_readings, read_cached, with_candidate, written_answer
 from causalrag.prompts import retro as prompts
 from causalrag.state.retro import RetroContext, RetroState
-from causalrag.text import clean_answer, f1_score, key_sentences, mentions, normalize_answer, question_options, same_answer
+from causalrag.text import (
+    clean_answer,
+    f1_score,
+    key_sentences,
+    mentions,
+    normalize_answer,
+    question_options,
+    same_answer,
+)
 from causalrag.tools.backends.base import softmax
 from causalrag.tools.encoders import cosine_matrix
 

@@ -8,6 +8,7 @@ memory; after finalization it also has ``answer`` and ``confidence`` (a share in
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 from langchain_core.documents import Document
 
 from causalrag.state.base import Assessment, OutputState, RoutedContext, TriageState

@@ -42,7 +42,7 @@ from causalrag.errors import (
 )
 from causalrag.params import COLLECTION_NAME
 from causalrag.text import readable
-from causalrag.tools.chroma_files import chroma_panic, check_database, check_vector_indexes, damage_in
+from causalrag.tools.chroma_files import check_database, check_vector_indexes, chroma_panic, damage_in
 from causalrag.tools.lexical import LexicalIndex, SharedIndex, index_name
 
 log = logging.getLogger(__name__)
@@ -217,8 +217,9 @@ _REFUSED = (401, 403, 407)
 def check_server(url: str, tenant: str = "default_tenant", database: str = "default_database", headers: dict[str, str] | None = None) -> None:
     """Raise a one-sentence error unless a Chroma server answers at ``url``, accepts ``headers`` and holds
     ``tenant``/``database`` (Chroma's v2 API: heartbeat, then the tenant, then the database)."""
-    import httpx
     from urllib.parse import quote
+
+    import httpx
 
     host, port, ssl = _server(url)
     base = f"{'https' if ssl else 'http'}://{host}:{port}/api/v2"

@@ -6,8 +6,16 @@ import pytest
 
 from causalrag.errors import CausalRAGError
 from causalrag.eval.report import (
-    CONDITION_GROUPS, bootstrap, markdown_table, mcnemar_exact, paired_markdown, paired_rows, paired_summary, summarize,
-    write_paired_report, write_report,
+    CONDITION_GROUPS,
+    bootstrap,
+    markdown_table,
+    mcnemar_exact,
+    paired_markdown,
+    paired_rows,
+    paired_summary,
+    summarize,
+    write_paired_report,
+    write_report,
 )
 from causalrag.eval.runner import EvalConfig, run_eval
 from tests.fakes import FakeLLM

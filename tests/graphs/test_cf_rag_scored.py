@@ -4,7 +4,6 @@ Counterfactual queries are edits chosen by score (never generated), hypotheses a
 choices among answers the passages give, and Mention(a, e) is a scored support.
 """
 
-import re
 
 from causalrag.graphs.registry import build_graph
 from causalrag.nodes.cf_rag_edits import edits_by_type, scope_edits, temporal_edits

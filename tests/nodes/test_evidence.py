@@ -4,7 +4,14 @@ import math
 
 from langchain_core.documents import Document
 
-from causalrag.nodes.evidence import Reading, group_readings, query_relevance, read_each, reading_options, support_matrix
+from causalrag.nodes.evidence import (
+    Reading,
+    group_readings,
+    query_relevance,
+    read_each,
+    reading_options,
+    support_matrix,
+)
 from causalrag.prompts.common import answer_prompt
 from tests.fakes import FakeLLM
 

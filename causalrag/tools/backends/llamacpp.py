@@ -50,9 +50,27 @@ from pathlib import Path
 import numpy as np
 
 from causalrag.errors import BackendUnavailableError, ModelNotFoundError
-from causalrag.tools.backends.base import NO_WORDS, YES_WORDS, Judge, Reduce, bundled_gguf, reduce_logprobs, regroup, truncate_at_stop
+from causalrag.tools.backends.base import (
+    NO_WORDS,
+    YES_WORDS,
+    Judge,
+    Reduce,
+    bundled_gguf,
+    reduce_logprobs,
+    regroup,
+    truncate_at_stop,
+)
 from causalrag.tools.coalesce import Coalescer
-from causalrag.tools.shortlist import ENV, SIZE, Shortlist, derivation_rows, derive, quantize_q8_0, ranking, shortlist_wanted
+from causalrag.tools.shortlist import (
+    ENV,
+    SIZE,
+    Shortlist,
+    derivation_rows,
+    derive,
+    quantize_q8_0,
+    ranking,
+    shortlist_wanted,
+)
 from causalrag.tools.usage import Usage, record
 
 Entry = tuple[int, int, Sequence[int], bool]

@@ -33,7 +33,16 @@ from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponen
 
 from causalrag.config import settings
 from causalrag.errors import ScoringUnavailableError, ServerRequestError, ServerUnreachableError
-from causalrag.tools.backends.base import NO_WORDS, YES_WORDS, Judge, Reduce, estimate_tokens, reduce_logprobs, regroup, truncate_at_stop
+from causalrag.tools.backends.base import (
+    NO_WORDS,
+    YES_WORDS,
+    Judge,
+    Reduce,
+    estimate_tokens,
+    reduce_logprobs,
+    regroup,
+    truncate_at_stop,
+)
 from causalrag.tools.usage import Usage, record
 
 T = TypeVar("T")
