@@ -81,7 +81,8 @@ def main() -> None:
                 r = rows[condition, label][-1]
                 print(
                     f"{ex.id[:8]} {condition:14} {label:22} {state['answer'][:30]!r:34} gold={ex.answers[0][:20]!r:24} "
-                    f"acc={r['acc']:.0f} misled={r['misled']:.0f} calls={r['llm_calls']} s={r['seconds']:.1f} fallbacks={r['consolidation_fallbacks']}/{r['rounds']},{r['select_fallbacks']}",
+                    f"acc={r['acc']:.0f} misled={r['misled']:.0f} calls={r['llm_calls']} s={r['seconds']:.1f} "
+                    f"fallbacks={r['consolidation_fallbacks']}/{r['rounds']},{r['select_fallbacks']}",
                     flush=True,
                 )
     n = len(examples[: args.n])
@@ -98,9 +99,11 @@ def main() -> None:
             mean = {key: sum(r[key] for r in rs) / n for key in ("acc", "em", "misled", "llm_calls", "new_tokens", "seconds")}
             total = {key: sum(r[key] for r in rs) for key in ("rounds", "consolidation_fallbacks", "select_fallbacks")}
             print(
-                f"| {condition} | {label} | {100 * mean['acc']:.0f} % | {100 * mean['em']:.0f} % | {100 * mean['misled']:.0f} % | {mean['llm_calls']:.1f} | "
+                f"| {condition} | {label} | {100 * mean['acc']:.0f} % | {100 * mean['em']:.0f} % | "
+                f"{100 * mean['misled']:.0f} % | {mean['llm_calls']:.1f} | "
                 f"{mean['new_tokens']:.0f} | {mean['seconds']:.1f} | {mean['llm_calls'] / base_calls:.1f} | "
-                f"{mean['seconds'] / base_secs:.1f} | {total['consolidation_fallbacks']} / {total['rounds']} | {total['select_fallbacks']} |"
+                f"{mean['seconds'] / base_secs:.1f} | {total['consolidation_fallbacks']} / {total['rounds']} | "
+                f"{total['select_fallbacks']} |"
             )
 
 

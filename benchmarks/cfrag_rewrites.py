@@ -54,9 +54,9 @@ def main() -> None:
         share = figures["valid"] / max(figures["proposed"], 1)
         real = figures["proposed"] - figures["rejected_repeat"] - figures["rejected_off_topic"] - figures["rejected_other"]
         print(f"judge={judge}: {real}/{figures['proposed']} proposed rewrites are real (similar, not a repeat: "
-              f"{real / max(figures['proposed'], 1):.0%}); "
-              f"{figures['valid']}/{figures['proposed']} pass all of Eq. 2, a different quick answer too ({share:.0%}); "
-              f"questions with a valid counterfactual: {with_valid}/{len(examples)}; "
+              f"{real / max(figures['proposed'], 1):.0%}); {figures['valid']}/{figures['proposed']} pass all of Eq. "
+              f"2, a different quick answer too ({share:.0%}); questions with a valid counterfactual: "
+              f"{with_valid}/{len(examples)}; "
               f"{(time.perf_counter() - start) / len(examples):.1f} s/question")
         print("  rejected: " + ", ".join(f"{r.removeprefix('rejected_')} {figures[r]}" for r in REASONS))
 

@@ -86,8 +86,8 @@ def main() -> None:
     print(f"\nSpearman(distilled, LM CIS) on held-out questions: pooled {agreement['pooled']:.3f}, mean per question {agreement['per_question']:.3f}  (goal ≥ 0.7)")
     print(f"Spearman(similarity, LM CIS): {score_agreement(pools, 'cis', 'similarity')}")
     print(
-        f"speed on {speed['candidates']} held-out candidates: LM CIS (p(K) cached) {speed['lm_cands_per_s']:.1f} cand/s, "
-        f"distilled {speed['distilled_cands_per_s']:.1f} cand/s → {speed['ratio']:.1f}× (goal ≥ 50×)"
+        f"speed on {speed['candidates']} held-out candidates: LM CIS (p(K) cached) {speed['lm_cands_per_s']:.1f} "
+        f"cand/s, distilled {speed['distilled_cands_per_s']:.1f} cand/s → {speed['ratio']:.1f}× (goal ≥ 50×)"
     )
     (out / "results.json").write_text(json.dumps({"retrieval": results, "spearman": agreement, "speed": speed}, indent=2))
     print(f"results: {out / 'results.json'}")

@@ -190,7 +190,8 @@ def main() -> None:
             r, base = rows[mode][label], rows[mode]["standard_rag"]
             changed = sum(a != b for a, b in zip(first[label]["answers"], r["answers"]))
             print(f"| {label} | {mode} | {r['seconds']:.2f} | {r['seconds'] / base['seconds']:.2f} | {r['decoding']:.2f} | {r['projecting']:.2f} | "
-                  f"{r['seconds'] - r['decoding']:.2f} | {r['cells']:.0f} | {r['rows']:.0f} | {r['hidden_rows']:.0f} | {r['calls']:.0f} | "
+                  f"{r['seconds'] - r['decoding']:.2f} | {r['cells']:.0f} | "
+                  f"{r['rows']:.0f} | {r['hidden_rows']:.0f} | {r['calls']:.0f} | "
                   f"{r['work']:.2f} | {r['work'] / base['work']:.2f} | {changed if mode != modes[0] else '–'} |")
     print(f"\n{machine()}")
 

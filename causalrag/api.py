@@ -44,7 +44,9 @@ def answer(
     ``llm=`` and ``store=`` objects. Bad input fails here, before any graph runs: an empty question,
     a parameter of the wrong type or range, a question too long for the model.
     """
-    question = question_of({"question": readable(question.decode("utf-8", "replace") if isinstance(question, bytes) else question or "")})
+    question = question_of(
+        {"question": readable(question.decode("utf-8", "replace") if isinstance(question, bytes) else question or "")}
+    )
     ctx = make_context(method, collection=collection, **params)
     if question_may_overflow(question):
         check_question(llm_of(ctx), question)

@@ -115,7 +115,10 @@ def fit_passages(
 def _trimmed(llm, prompt: Callable[[list[Document]], str], doc: Document, limit: int) -> Document | None:
     """``doc`` cut to its most leading words that still fit, or None when not even one word does."""
     words = doc.page_content.split()
-    cut = lambda n: Document(id=doc.id, page_content=" ".join(words[:n]) + " …", metadata={**doc.metadata, "trimmed": True})  # noqa: E731
+
+    def cut(n: int) -> Document:
+        return Document(id=doc.id, page_content=" ".join(words[:n]) + " …", metadata={**doc.metadata, "trimmed": True})
+
     low, high = 0, len(words)  # cut(low) fits (0 = none), cut(high + 1) does not
     while low < high:
         mid = (low + high + 1) // 2

@@ -42,7 +42,8 @@ class Example:
 def _pairs(value, first: str, second: str) -> list[tuple]:
     """``[[a, b], ...]`` (official files) or ``{first: [...], second: [...]}`` (Hugging Face / FlashRAG)."""
     if isinstance(value, dict):
-        return list(zip(value.get(first, []), value.get(second, [])))
+        # a file with one list longer than the other keeps its complete pairs, as the official loaders do
+        return list(zip(value.get(first, []), value.get(second, []), strict=False))
     return [tuple(v[:2]) for v in value or []]
 
 
@@ -94,9 +95,15 @@ def _demo() -> list[Example]:
 def _read_json(path: Path):
     try:
         text = path.read_text(encoding="utf-8")
-        return json.loads(text) if path.suffix == ".json" else [json.loads(l) for l in text.splitlines() if l.strip()]
+        return (
+            json.loads(text)
+            if path.suffix == ".json"
+            else [json.loads(line) for line in text.splitlines() if line.strip()]
+        )
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CausalRAGError(f"Cannot read dataset {path}: {exc}; pass a readable HotpotQA JSON or JSONL file.") from exc
+        raise CausalRAGError(
+            f"Cannot read dataset {path}: {exc}; pass a readable HotpotQA JSON or JSONL file."
+        ) from exc
 
 
 def load_dataset(spec: str) -> list[Example]:

@@ -49,7 +49,10 @@ def similarity(question: str, docs: Sequence[Document]) -> list[float]:
 
 def bm25_reranker(store) -> Reranker:
     def score(question: str, docs: Sequence[Document]) -> list[float]:
-        by_id = {d.id: d.metadata["score"] for d in store.retrieve(question, len(docs), mode="bm25", ids=[d.id for d in docs])}
+        by_id = {
+            d.id: d.metadata["score"]
+            for d in store.retrieve(question, len(docs), mode="bm25", ids=[d.id for d in docs])
+        }
         return [float(by_id.get(d.id, 0.0)) for d in docs]
 
     return score
@@ -90,7 +93,9 @@ def score_pools(
     for ex in items:
         docs = candidate_pool(ex, store)
         if docs:
-            pools.append(ScoredPool(ex, docs, {name: list(map(float, fn(ex.question, docs))) for name, fn in rerankers.items()}))
+            pools.append(
+                ScoredPool(ex, docs, {name: list(map(float, fn(ex.question, docs))) for name, fn in rerankers.items()})
+            )
     return pools
 
 
@@ -99,12 +104,22 @@ def retrieval_metrics(pools: Sequence[ScoredPool], reranker: str, ks: Sequence[i
     judged = [p for p in pools if p.example.gold_titles and reranker in p.scores]
     out: dict[str, float] = {"questions": float(len(judged))}
     for k in ks:
-        out[f"recall@{k}"] = float(np.mean([recall_at_k(p.ranking(reranker), p.example.gold_titles, k) for p in judged])) if judged else 0.0
-        out[f"ndcg@{k}"] = float(np.mean([ndcg_at_k(p.ranking(reranker), p.example.gold_titles, k) for p in judged])) if judged else 0.0
+        out[f"recall@{k}"] = (
+            float(np.mean([recall_at_k(p.ranking(reranker), p.example.gold_titles, k) for p in judged]))
+            if judged
+            else 0.0
+        )
+        out[f"ndcg@{k}"] = (
+            float(np.mean([ndcg_at_k(p.ranking(reranker), p.example.gold_titles, k) for p in judged]))
+            if judged
+            else 0.0
+        )
     return out
 
 
-def compare(pools: Sequence[ScoredPool], rerankers: Sequence[str] | None = None, ks: Sequence[int] = (5,)) -> dict[str, dict[str, float]]:
+def compare(
+    pools: Sequence[ScoredPool], rerankers: Sequence[str] | None = None, ks: Sequence[int] = (5,)
+) -> dict[str, dict[str, float]]:
     """``{reranker: {"recall@5": …, "ndcg@5": …}}`` for every reranker scored on the pools."""
     names = rerankers or list(dict.fromkeys(n for p in pools for n in p.scores))
     return {name: retrieval_metrics(pools, name, ks) for name in names}

@@ -126,7 +126,9 @@ def read_items(path: Path) -> list[dict]:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
         return [json.loads(line) for line in lines if line.strip()]
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CausalRAGError(f"Cannot read {path}: {exc}; pass a readable JSON-lines file (one JSON object a line).") from exc
+        raise CausalRAGError(
+            f"Cannot read {path}: {exc}; pass a readable JSON-lines file (one JSON object a line)."
+        ) from exc
 
 
 # --------------------------------------------------------------------------- building

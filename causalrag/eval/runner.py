@@ -90,7 +90,8 @@ class EvalConfig:
     collection: str | None = None
     """Open setting over a dataset without passages: the collection to retrieve from."""
     backend: str | None = None
-    """LLM backend; ``None`` takes ``CAUSALRAG_BACKEND`` (``auto`` resolved), recorded so runs on different backends never mix."""
+    """LLM backend; ``None`` takes ``CAUSALRAG_BACKEND`` (``auto`` resolved), recorded so runs on different
+    backends never mix."""
     shard: str | None = None
     """``"I/N"``: only the questions of shard I of N (1 ≤ I ≤ N; :func:`in_shard`), for one of N machines."""
 
@@ -206,13 +207,18 @@ def merge_runs(folders: Sequence[Path], out: Path) -> None:
         raise CausalRAGError(f"--out {out} is one of the runs being merged: pass a new folder.")
     configs = [_read_config(f) for f in folders if (Path(f) / CONFIG).exists()]
     if len(configs) < len(folders):
-        raise CausalRAGError("Every merged folder needs its config.json: pass folders written by `causalrag eval --out`.")
+        raise CausalRAGError(
+            "Every merged folder needs its config.json: pass folders written by `causalrag eval --out`."
+        )
     merged = dict(configs[0], methods=[], inject=[], params={}, shard=_merged_shards([c.get("shard") for c in configs]))
-    for folder, config in zip(folders, configs):
+    for folder, config in zip(folders, configs, strict=True):
         differ = [k for k in MUST_MATCH if k not in ("params", "shard") and config.get(k) != configs[0].get(k)]
         clash = [m for m, p in config.get("params", {}).items() if merged["params"].get(m, p) != p]
         if differ or clash:
-            raise CausalRAGError(f"{folder} was run with other settings ({', '.join(differ + clash)}) than {folders[0]}: its results do not compare.")
+            raise CausalRAGError(
+                f"{folder} was run with other settings ({', '.join(differ + clash)}) "
+                f"than {folders[0]}: its results do not compare."
+            )
         merged["params"].update(config.get("params", {}))
         merged["methods"] = list(dict.fromkeys(merged["methods"] + config.get("methods", [])))
         merged["inject"] = sorted(set(merged["inject"]) | set(config.get("inject", [])))
@@ -224,7 +230,9 @@ def merge_runs(folders: Sequence[Path], out: Path) -> None:
             rows[row["key"]] = row
     out.mkdir(parents=True, exist_ok=True)
     (out / CONFIG).write_text(json.dumps(merged, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    (out / RESULTS).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows.values()), encoding="utf-8")
+    (out / RESULTS).write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows.values()), encoding="utf-8"
+    )
 
 
 def _merged_shards(shards: Sequence[str | None]) -> str | None:
@@ -369,7 +377,9 @@ def run_eval(
     if config.backend is None:
         from causalrag.tools.llm import choose_backend
 
-        config = dataclasses.replace(config, backend=choose_backend(None, config.model) if llm is None else type(llm).__name__)
+        config = dataclasses.replace(
+            config, backend=choose_backend(None, config.model) if llm is None else type(llm).__name__
+        )
     folder = Path(out)
     if folder.exists() and not folder.is_dir():
         raise CausalRAGError(f"--out {folder} is a file: pass a folder for the run (it is made when missing).")
@@ -397,7 +407,11 @@ def run_eval(
         from causalrag.config import settings
         from causalrag.tools.llm import default_llm, load_llm
 
-        llm = default_llm() if default_model else load_llm(config.model or settings().model, settings().device, config.backend)
+        llm = (
+            default_llm()
+            if default_model
+            else load_llm(config.model or settings().model, settings().device, config.backend)
+        )
     _check_concurrency(concurrency, llm)
     if embeddings is None:
         from causalrag.tools.encoders import default_embeddings
@@ -417,7 +431,11 @@ def run_eval(
             asked = {ex.id for ex in examples}
             rest = [ex for ex in dataset if ex.id not in asked]
             retrieving = any(get_method(m).retrieves for m in config.methods)
-            pools = Pools(config.setting, pooled, embeddings, collection=config.collection, background=rest) if retrieving else _NoPools()
+            pools = (
+                Pools(config.setting, pooled, embeddings, collection=config.collection, background=rest)
+                if retrieving
+                else _NoPools()
+            )
             originals = {ex.id: ex for ex in examples}
             jobs = [(originals[ex.id], ex, m) for ex in pooled for m in config.methods if (ex.id, m) in todo]
 

@@ -63,7 +63,9 @@ def build() -> StateGraph:
     graph.add_edge(START, "retrieve")
     graph.add_conditional_edges("retrieve", route_after_retrieve)
     graph.add_edge("answer", "assess")
-    graph.add_conditional_edges("assess", route_by_shape, {"keep": END, "vote": "elicit", "knowledge": "elicit", "paper": "elicit"})
+    graph.add_conditional_edges(
+        "assess", route_by_shape, {"keep": END, "vote": "elicit", "knowledge": "elicit", "paper": "elicit"}
+    )
     graph.add_conditional_edges("elicit", route_after_elicit)
     graph.add_conditional_edges("pool", route_after_pool)
     graph.add_conditional_edges("consolidate", route_after_consolidate)

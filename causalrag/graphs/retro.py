@@ -48,7 +48,9 @@ def build() -> StateGraph:
     graph.add_edge(START, "retrieve")
     graph.add_conditional_edges("retrieve", route_after_retrieve)
     graph.add_edge("answer", "assess")
-    graph.add_conditional_edges("assess", route_by_shape, {"keep": END, "knowledge": "trust_knowledge", "vote": "collate", "paper": "collate"})
+    graph.add_conditional_edges(
+        "assess", route_by_shape, {"keep": END, "knowledge": "trust_knowledge", "vote": "collate", "paper": "collate"}
+    )
     graph.add_edge("trust_knowledge", END)
     graph.add_edge("collate", "discover")
     graph.add_edge("discover", "answer_from_evidence")

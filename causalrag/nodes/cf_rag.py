@@ -87,7 +87,10 @@ def passage_text(doc: Document) -> str:
 def quick_answers(ctx: CFRAGContext, queries: list[str]) -> list[str]:
     """L(q) by a quick baseline RAG pass: top ``validation_k`` passages each, all answers in one batch."""
     store, llm = store_of(ctx), llm_of(ctx)
-    prompts = [answer_prompt(q, together(llm, q, store.retrieve(q, ctx.validation_k, mode=ctx.retrieval, ids=ctx.ids))) for q in queries]
+    prompts = [
+        answer_prompt(q, together(llm, q, store.retrieve(q, ctx.validation_k, mode=ctx.retrieval, ids=ctx.ids)))
+        for q in queries
+    ]
     outputs = llm_of(ctx).generate(prompts, max_new_tokens=QUICK_ANSWER_TOKENS, stop=ANSWER_STOP)
     return [clean_answer(o[0] if o else "") for o in outputs]
 
@@ -96,7 +99,7 @@ def screen(question: str, rows: list[dict], ctx: CFRAGContext, kept: set[str]) -
     """Eq. 2's similarity half plus repeat/duplicate checks; sets ``similarity`` and ``verdict`` (None = passes)."""
     sims = similarity_to(question, [r["query"] or "?" for r in rows])
     original = normalize_answer(question)
-    for row, sim in zip(rows, sims):
+    for row, sim in zip(rows, sims, strict=True):
         norm = normalize_answer(row["query"])
         row["similarity"] = round(float(sim), 4)
         if not norm:
@@ -136,7 +139,7 @@ def validate(question: str, rows: list[dict], ctx: CFRAGContext, kept: set[str],
     answers = quick_answers(ctx, queries) if queries else []
     if baseline is None:
         baseline, answers = answers[0], answers[1:]
-    for row, ans in zip(alive, answers):
+    for row, ans in zip(alive, answers, strict=True):
         row["quick_answer"] = ans
         if not ans:
             row["verdict"] = "no quick answer"
@@ -158,7 +161,7 @@ def rewrites(ctx: CFRAGContext, question: str, kinds: list[str], *, attempt: int
     )
     return [
         {"type": k, "query": parse_rewrite(text), "attempt": attempt}
-        for k, samples in zip(kinds, outputs)
+        for k, samples in zip(kinds, outputs, strict=True)
         for text in samples or [""]
     ]
 
@@ -175,29 +178,43 @@ def ranked_edits(ctx: CFRAGContext, question: str) -> dict[str, list[str]]:
     replacements: dict[str, list[str]] = {}
     if entities and spans:
         vectors = embed(entities + spans)
-        for e, vector in zip(entities, vectors):
+        for e, vector in zip(entities, vectors[: len(entities)], strict=True):
             similar = sorted(range(len(spans)), key=lambda i: -float(vectors[len(entities) + i] @ vector))
             replacements[e] = [spans[i] for i in similar if not same_answer(spans[i], e)][:3]
     options = edits_by_type(question, replacements)
-    choices = llm_of(ctx).choose([counterfactual_prompt(question, kind) for kind in options], list(options.values())) if options else []
-    return {kind: [c.options[i] for i in sorted(range(len(c.options)), key=lambda i: -c.scores[i])] for kind, c in zip(options, choices)}
+    choices = (
+        llm_of(ctx).choose([counterfactual_prompt(question, kind) for kind in options], list(options.values()))
+        if options
+        else []
+    )
+    return {
+        kind: [c.options[i] for i in sorted(range(len(c.options)), key=lambda i: -c.scores[i])]
+        for kind, c in zip(options, choices, strict=True)
+    }
 
 
-def proposals(ctx: CFRAGContext, question: str, scored: dict[str, list[str]] | None, kinds: list[str], *, attempt: int) -> list[dict]:
+def proposals(
+    ctx: CFRAGContext, question: str, scored: dict[str, list[str]] | None, kinds: list[str], *, attempt: int
+) -> list[dict]:
     """Candidate q' per type: the ``attempt``-th best scored edit, or generated rewrites (judge="generate")."""
     if scored is None:
         return rewrites(ctx, question, kinds, attempt=attempt)
-    return [{"type": k, "query": scored[k][attempt - 1], "attempt": attempt} for k in kinds if len(scored[k]) >= attempt]
+    return [
+        {"type": k, "query": scored[k][attempt - 1], "attempt": attempt} for k in kinds if len(scored[k]) >= attempt
+    ]
 
 
 @traced
 def explore_counterfactuals(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
-    """Propose (generate, or choose edits by score), validate (Eq. 2), retry failed types once, keep the top N by Info (Eq. 3)."""
+    """Propose (generate, or choose edits by score), validate (Eq. 2), retry failed types once, keep the top N by
+    Info (Eq. 3)."""
     ctx = context(runtime)
     question = question_of(state)
     kept: set[str] = set()
     scored = ranked_edits(ctx, question) if judge_of(ctx) == "score" else None
-    rows = proposals(ctx, question, scored, list(scored) if scored is not None else [t[0] for t in TRANSFORMATIONS], attempt=1)
+    rows = proposals(
+        ctx, question, scored, list(scored) if scored is not None else [t[0] for t in TRANSFORMATIONS], attempt=1
+    )
     baseline = validate(question, rows, ctx, kept, None)
     failed = [r["type"] for r in rows if r["verdict"] is not None]
     retried = proposals(ctx, question, scored, failed, attempt=2) if ctx.regenerate and failed else []
@@ -253,9 +270,12 @@ def dialectical_retrieve(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> d
     for i, query in enumerate(queries):
         for doc in store.retrieve(query, ctx.k, mode=ctx.retrieval, ids=ctx.ids):
             if doc.id not in union:
-                union[doc.id] = Document(id=doc.id, page_content=doc.page_content, metadata={**doc.metadata, "query": i})
+                union[doc.id] = Document(
+                    id=doc.id, page_content=doc.page_content, metadata={**doc.metadata, "query": i}
+                )
     llm, question = llm_of(ctx), question_of(state)
-    docs = [d for doc in union.values() for d in path_evidence(llm, ctx, question, [doc])]  # each passage fits a prompt alone
+    # each passage fits a prompt alone
+    docs = [d for doc in union.values() for d in path_evidence(llm, ctx, question, [doc])]
     if not docs:
         emit_evidence(runtime, "dialectical_retrieve", [], retrieved=0)
         return {"pool": [], "trace": [{"retrieved": 0, "duplicates": 0, "filtered_out": 0, "pool": 0}]}
@@ -263,7 +283,9 @@ def dialectical_retrieve(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> d
     keep = cm.dedup_keep(vectors, ctx.theta_dedup)
     relevance = (vectors @ embed(queries).T).max(axis=1)
     passes = [
-        i for i in keep if cm.quality(docs[i].page_content, ctx.min_words) > ctx.theta_quality and relevance[i] > ctx.theta_rel
+        i
+        for i in keep
+        if cm.quality(docs[i].page_content, ctx.min_words) > ctx.theta_quality and relevance[i] > ctx.theta_rel
     ]
     fallback = not passes
     if fallback:  # never leave the paths without evidence: keep the most relevant survivors of dedup
@@ -309,7 +331,14 @@ def cluster_and_sample(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dic
         "samples": samples,
         "candidates": candidates,
         "read": read,
-        "trace": [{"clusters": len(sizes), "cluster_sizes": sizes, "sample_sizes": [len(s) for s in samples], "candidates": candidates}],
+        "trace": [
+            {
+                "clusters": len(sizes),
+                "cluster_sizes": sizes,
+                "sample_sizes": [len(s) for s in samples],
+                "candidates": candidates,
+            }
+        ],
     }
 
 
@@ -328,8 +357,12 @@ def pool_answers(ctx: CFRAGContext, question: str, pool: list[Document], read: d
         return own, read
     llm = llm_of(ctx)
     readings, read = read_cached(llm, question, pool, read)
-    joint = written_answer(llm, answer_prompt(question, together(llm, question, pool[: ctx.k])), max_new_tokens=ctx.max_new_tokens)
-    return with_candidate([g.answer for g in group_readings(readings, [str(i) for i in range(len(pool))])], joint, question), read
+    joint = written_answer(
+        llm, answer_prompt(question, together(llm, question, pool[: ctx.k])), max_new_tokens=ctx.max_new_tokens
+    )
+    return with_candidate(
+        [g.answer for g in group_readings(readings, [str(i) for i in range(len(pool))])], joint, question
+    ), read
 
 
 # --------------------------------------------------------------------------- Eq. 8 hypotheses
@@ -345,7 +378,8 @@ def hypothesize(task: HypothesisTask, runtime: Runtime[CFRAGContext]) -> dict:
     ctx = context(runtime)
     docs = list(task.get("documents") or [])
     candidates = list(task.get("candidates") or [])
-    if candidates and docs:  # scored: the path's answer is a choice among the pool's answers, its rationale the passage stating it
+    # scored: the path's answer is a choice among the pool's answers, its rationale the passage stating it
+    if candidates and docs:
         choice = read_jointly(llm_of(ctx), [question_of(task)], [docs], [candidates])[0]
         read = task.get("read") or {}
         scores = reliability(confirmations(candidates, [Reading(**read[d.id]) for d in docs if d.id in read]), choice)
@@ -394,12 +428,18 @@ def arbitrate(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
     answer_vecs, evidence_vecs = vectors[: len(hyps)], vectors[len(hyps) :]
     scored_judgment = judge_of(ctx) == "score"
     if ctx.extended:
-        conf = [h.get("probability", 0.0) for h in hyps] if scored_judgment else confidences(llm, question, hyps, samples)
+        conf = (
+            [h.get("probability", 0.0) for h in hyps] if scored_judgment else confidences(llm, question, hyps, samples)
+        )
     else:
         conf = [0.0] * len(hyps)
     distinct = list(dict.fromkeys(answers))
     # Mention(a, e): the string test of Eq. 10, or the scored support P(a | e alone) among the hypotheses' answers
-    support = support_matrix(llm, question, list(evidence.values()), distinct) if scored_judgment and len(distinct) > 1 else None
+    support = (
+        support_matrix(llm, question, list(evidence.values()), distinct)
+        if scored_judgment and len(distinct) > 1
+        else None
+    )
     scored = []
     for j, h in enumerate(hyps):
         rows = [ids.index(d.id) for d in samples[h["index"]]]
@@ -408,7 +448,9 @@ def arbitrate(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
             mention = np.array([support[r][distinct.index(answers[j])] for r in judged], dtype=float)
         else:
             mention = np.array([mentions(h["answer"], passage_text(evidence[ids[r]])) for r in judged], dtype=float)
-        coh = cm.phi_coherence(evidence_vecs[judged] @ answer_vecs[j], rel[judged, 0], mention, ctx.lambda1, ctx.lambda2)
+        coh = cm.phi_coherence(
+            evidence_vecs[judged] @ answer_vecs[j], rel[judged, 0], mention, ctx.lambda1, ctx.lambda2
+        )
         causal = cm.phi_causal(rel[rows, 0], rel[rows, 1:])
         spec = cm.specificity(f"{h['answer']} {h['rationale']}")
         score = (
@@ -422,7 +464,7 @@ def arbitrate(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
             parts |= {"confidence": conf[j], "specificity": spec}
         scored.append({**{k: v for k, v in h.items() if k != "raw"}, **{k: round(v, 4) for k, v in parts.items()}})
     agree = cm.agreement(cm.answer_similarity(answers, answer_vecs @ answer_vecs.T), ctx.theta_agree)
-    for h, a in zip(scored, agree):
+    for h, a in zip(scored, agree, strict=True):
         h["agreement"] = round(float(a), 4)
     ranked = sorted(scored, key=lambda h: (bool(h["answer"]), h["psi"]), reverse=True)
     consensus = bool(ranked) and bool(ranked[0]["answer"]) and ranked[0]["agreement"] > ctx.consensus_share
@@ -430,9 +472,16 @@ def arbitrate(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
         emit(runtime, "score", "arbitrate", **h)
     route = "accept" if consensus else "synthesize"
     emit(runtime, "route", "arbitrate", route=route, agreement=ranked[0]["agreement"] if ranked else 0.0)
-    figures = {"mention": "scored support" if support is not None else "string", "psi": [h["psi"] for h in scored], "phi_coh": [h["phi_coh"] for h in scored],
-               "phi_causal": [h["phi_causal"] for h in scored], "agreement": [h["agreement"] for h in scored],
-               "relevance_source": "llm-query-likelihood", "consensus": consensus, "route": route}
+    figures = {
+        "mention": "scored support" if support is not None else "string",
+        "psi": [h["psi"] for h in scored],
+        "phi_coh": [h["phi_coh"] for h in scored],
+        "phi_causal": [h["phi_causal"] for h in scored],
+        "agreement": [h["agreement"] for h in scored],
+        "relevance_source": "llm-query-likelihood",
+        "consensus": consensus,
+        "route": route,
+    }
     return {"arbitration": ranked, "consensus": consensus, "trace": [figures]}
 
 
@@ -459,7 +508,9 @@ def synthesize(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
     top = (state.get("arbitration") or [])[:3]
     samples = state.get("samples") or []
     docs = list({d.id: d for h in top for d in samples[h["index"]]}.values())[: ctx.synthesis_k]
-    docs = fit(llm_of(ctx), docs, lambda ds: synthesis_prompt(question_of(state), top, ds), reply_tokens=ctx.max_new_tokens)
+    docs = fit(
+        llm_of(ctx), docs, lambda ds: synthesis_prompt(question_of(state), top, ds), reply_tokens=ctx.max_new_tokens
+    )
     prompt = synthesis_prompt(question_of(state), top, docs)
     options = list(dict.fromkeys(h["answer"] for h in top if h["answer"]))
     if judge_of(ctx) == "score" and options:

@@ -76,7 +76,9 @@ def question_entities(question: str) -> list[str]:
 
 def entity_edits(question: str, replacements: dict[str, Sequence[str]]) -> list[str]:
     """The question with one entity replaced by each of its ``replacements`` (most similar first)."""
-    return _unique(question, [question.replace(entity, other, 1) for entity, others in replacements.items() for other in others])
+    return _unique(
+        question, [question.replace(entity, other, 1) for entity, others in replacements.items() for other in others]
+    )
 
 
 def role_edits(question: str) -> list[str]:
@@ -93,7 +95,10 @@ def role_edits(question: str) -> list[str]:
 def category_edits(question: str) -> list[str]:
     for pattern, alternatives in CATEGORY_SWAPS:
         if m := re.search(pattern, question, re.IGNORECASE):
-            return _unique(question, [question[: m.start()] + _keep_case(m.group(0), a) + question[m.end() :] for a in alternatives])
+            return _unique(
+                question,
+                [question[: m.start()] + _keep_case(m.group(0), a) + question[m.end() :] for a in alternatives],
+            )
     return []
 
 

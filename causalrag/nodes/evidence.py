@@ -5,8 +5,8 @@ badly, but it ranks given options well. So a conflict is made explicit before an
 
 1. **isolate** — :func:`read_each` reads every passage *alone*, all in one batch: a question with
    options of its own (yes/no, "A or B") is a scored choice among them; otherwise the model writes a
-   short answer, kept (trimmed to the words the passage states) when the passage states it, else replaced by a scored choice
-   among the spans the passage offers (:func:`reading_options`). Each reading then gets its
+   short answer, kept (trimmed to the words the passage states) when the passage states it, else replaced by a
+   scored choice among the spans the passage offers (:func:`reading_options`). Each reading then gets its
    **relevance**: how much the question raises the answer's likelihood in that passage over a
    content-free question ("N/A"; mean log-probability per token). A passage that does not answer
    the question (off topic, or planting an answer whatever is asked, as an injected instruction
@@ -56,7 +56,9 @@ def passage_text(doc: Document) -> str:
 
 def reading_options(question: str, doc: Document, *, limit: int = 12) -> list[str]:
     """The answers one passage offers: the question's own options, else spans of its key sentences."""
-    return question_options(question) or answer_spans(key_sentences(question, passage_text(doc)), exclude=question, limit=limit)
+    return question_options(question) or answer_spans(
+        key_sentences(question, passage_text(doc)), exclude=question, limit=limit
+    )
 
 
 NEUTRAL_QUESTION = "N/A"
@@ -81,7 +83,12 @@ class Reading:
         return bool(self.answer) and self.relevance > 0
 
     def as_dict(self) -> dict:
-        return {"answer": self.answer, "probability": round(self.probability, 4), "relevance": round(self.relevance, 4), "how": self.how}
+        return {
+            "answer": self.answer,
+            "probability": round(self.probability, 4),
+            "relevance": round(self.relevance, 4),
+            "how": self.how,
+        }
 
 
 REPLY_ROOM = 32
@@ -91,7 +98,10 @@ REPLY_ROOM = 32
 def alone(llm, question: str, docs: Sequence[Document]) -> list[Document]:
     """Each passage as it fits a single-passage prompt (an overlong one trimmed, one that cannot fit emptied)."""
     fitted = [fit(llm, [d], lambda ds: answer_prompt(question, ds), reply_tokens=REPLY_ROOM) for d in docs]
-    return [f[0] if f else Document(id=d.id, page_content="", metadata=dict(d.metadata)) for f, d in zip(fitted, docs)]
+    return [
+        f[0] if f else Document(id=d.id, page_content="", metadata=dict(d.metadata))
+        for f, d in zip(fitted, docs, strict=True)
+    ]
 
 
 def together(llm, question: str, docs: Sequence[Document]) -> list[Document]:
@@ -108,9 +118,11 @@ def read_each(llm, question: str, docs: Sequence[Document], *, max_new_tokens: i
         for i, c in enumerate(llm.choose([answer_prompt(question, [d]) for d in docs], [own] * len(docs))):
             readings[i] = Reading(c.answer, c.probs[c.best], how="options")
     elif docs:
-        written = llm.generate([answer_prompt(question, [d]) for d in docs], max_new_tokens=max_new_tokens, stop=ANSWER_STOP)
+        written = llm.generate(
+            [answer_prompt(question, [d]) for d in docs], max_new_tokens=max_new_tokens, stop=ANSWER_STOP
+        )
         spans = []
-        for i, (doc, out) in enumerate(zip(docs, written)):
+        for i, (doc, out) in enumerate(zip(docs, written, strict=True)):
             answer = grounded(clean_answer(out[0] if out else ""), passage_text(doc))
             if answer and not restates(answer, question):
                 readings[i] = Reading(answer, how="written")
@@ -118,7 +130,7 @@ def read_each(llm, question: str, docs: Sequence[Document], *, max_new_tokens: i
                 spans.append((i, options))
         if spans:  # the model wrote what the passage does not state: choose among what it does state
             choices = llm.choose([answer_prompt(question, [docs[i]]) for i, _ in spans], [o for _, o in spans])
-            for (i, _), c in zip(spans, choices):
+            for (i, _), c in zip(spans, choices, strict=True):
                 readings[i] = Reading(c.answer, c.probs[c.best], how="spans")
     return with_relevance(llm, question, docs, readings)
 
@@ -128,7 +140,7 @@ def read_cached(llm, question: str, docs: Sequence[Document], read: dict) -> tup
     every passage's reading in order and the updated record, so each passage is read once per run."""
     read = dict(read)
     unread = list({d.id: d for d in docs if d.id not in read}.values())
-    for doc, reading in zip(unread, read_each(llm, question, unread)):
+    for doc, reading in zip(unread, read_each(llm, question, unread), strict=True):
         read[doc.id] = reading.as_dict()
     return [Reading(**read[d.id]) for d in docs], read
 
@@ -145,7 +157,7 @@ def with_relevance(llm, question: str, docs: Sequence[Document], readings: Seque
         neutral=[answer_prompt(NEUTRAL_QUESTION, [docs[i]]) for i in asked],
     )
     out = list(readings)
-    for i, gain in zip(asked, gains):
+    for i, gain in zip(asked, gains, strict=True):
         out[i] = Reading(readings[i].answer, readings[i].probability, float(gain.scores[0]), readings[i].how)
     return out
 
@@ -172,10 +184,12 @@ def group_readings(readings: Sequence[Reading], labels: Sequence[str]) -> list[G
     """
     groups: list[Group] = []
     spellings: list[list[str]] = []
-    for i, (reading, label) in enumerate(zip(readings, labels)):
+    for i, (reading, label) in enumerate(zip(readings, labels, strict=True)):
         if not reading.votes or not normalize_answer(reading.answer):
             continue
-        home = next((g for g, names in enumerate(spellings) if any(same_answer(reading.answer, n) for n in names)), None)
+        home = next(
+            (g for g, names in enumerate(spellings) if any(same_answer(reading.answer, n) for n in names)), None
+        )
         if home is None:
             groups.append(Group(reading.answer))
             spellings.append([])
@@ -183,7 +197,7 @@ def group_readings(readings: Sequence[Reading], labels: Sequence[str]) -> list[G
         groups[home].sources.append(label)
         groups[home].members.append(i)
         spellings[home].append(reading.answer)
-    for group, names in zip(groups, spellings):
+    for group, names in zip(groups, spellings, strict=True):
         group.answer = max(names, key=lambda n: (names.count(n), len(n)))
     return sorted(groups, key=lambda g: (-len(g.members), g.members[0]))
 
@@ -217,9 +231,11 @@ def confirmations(answers: Sequence[str], readings: Sequence[Reading]) -> list[i
     return [max(0, sum(r.votes and same_answer(r.answer or "", a) for r in readings) - 1) for a in answers]
 
 
-def read_jointly(llm, questions: Sequence[str], contexts: Sequence[Sequence[Document]], options: Sequence[Sequence[str]]) -> list[Choice]:
+def read_jointly(
+    llm, questions: Sequence[str], contexts: Sequence[Sequence[Document]], options: Sequence[Sequence[str]]
+) -> list[Choice]:
     """Scored choices among fixed candidate answers, each given its passages together (one batched call)."""
-    prompts = [answer_prompt(q, together(llm, q, docs)) for q, docs in zip(questions, contexts)]
+    prompts = [answer_prompt(q, together(llm, q, docs)) for q, docs in zip(questions, contexts, strict=True)]
     return llm.choose(prompts, [list(o) for o in options])
 
 
@@ -227,7 +243,9 @@ def support_matrix(llm, question: str, docs: Sequence[Document], answers: Sequen
     """P(answer | passage alone, question) for every passage × answer: which answer each passage supports."""
     if not docs or not answers:
         return [[] for _ in docs]
-    choices = llm.choose([answer_prompt(question, [d]) for d in alone(llm, question, docs)], [list(answers)] * len(docs))
+    choices = llm.choose(
+        [answer_prompt(question, [d]) for d in alone(llm, question, docs)], [list(answers)] * len(docs)
+    )
     return [list(c.probs) for c in choices]
 
 

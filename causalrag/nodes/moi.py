@@ -99,7 +99,9 @@ def retrieve_candidates(state: MoIState, runtime: Runtime[MoIContext]) -> dict:
     """The n passages MoI reorders (n = max(candidates, k)), in the retriever's order."""
     ctx = context(runtime)
     n, question = max(ctx.candidates, ctx.k), question_of(state)
-    docs = within_window(llm_of(ctx), ctx, question, store_of(ctx).retrieve(question, n, mode=ctx.retrieval, ids=ctx.ids))
+    docs = within_window(
+        llm_of(ctx), ctx, question, store_of(ctx).retrieve(question, n, mode=ctx.retrieval, ids=ctx.ids)
+    )
     emit_evidence(runtime, "retrieve", docs)
     return {"candidates": docs, "documents": docs, "ranking": [d.id for d in docs]}
 
@@ -110,7 +112,10 @@ def permute(state: MoIState, runtime: Runtime[MoIContext]) -> dict:
     ctx = context(runtime)
     perms = propose(ctx, len(state.get("candidates") or []))
     emit(runtime, "permutations", "permute", permutations=[list(p) for p in perms])
-    return {"permutations": [list(p) for p in perms], "trace": [{"permutations": len(perms), "positions": max(map(len, perms), default=0)}]}
+    return {
+        "permutations": [list(p) for p in perms],
+        "trace": [{"permutations": len(perms), "positions": max(map(len, perms), default=0)}],
+    }
 
 
 @traced
@@ -133,7 +138,7 @@ def solve(state: MoIState, runtime: Runtime[MoIContext]) -> dict:
     candidates = list(state.get("candidates") or [])
     update = debias(ctx, candidates, perms, list(state.get("saliency") or []))
     emit(runtime, "position_weights", "solve", w=[round(v, 4) for v in update["position_weights"]])
-    by_utility = sorted(zip(candidates, update["utilities"]), key=lambda pair: -pair[1])
+    by_utility = sorted(zip(candidates, update["utilities"], strict=True), key=lambda pair: -pair[1])
     emit(runtime, "utilities", "solve",
          utilities=[{"id": d.id, "title": d.metadata.get("title", ""), "u": round(u, 4)} for d, u in by_utility])
     emit_evidence(runtime, "solve", update["documents"])
@@ -147,7 +152,9 @@ def rerank_moi(state: MoIState, runtime: Runtime[MoIContext]) -> dict:
     Reads ``candidates`` (or, when absent, ``documents``) and writes the reranked ``documents``.
     """
     ctx = context(runtime)
-    candidates = within_window(llm_of(ctx), ctx, question_of(state), list(state.get("candidates") or state.get("documents") or []))
+    candidates = within_window(
+        llm_of(ctx), ctx, question_of(state), list(state.get("candidates") or state.get("documents") or [])
+    )
     perms = propose(ctx, len(candidates))
     values, log_p_question = saliency(llm_of(ctx), question_of(state), candidates, perms) if perms else ([], 0.0)
     update = debias(ctx, candidates, perms, values)

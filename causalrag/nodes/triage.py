@@ -52,10 +52,16 @@ def closed_book_answer(llm, question: str, max_new_tokens: int) -> str:
 
 def confidence(llm, question: str, answer: str) -> float:
     """How sure the model is of its own closed-book answer: the answer's mean per-token log-probability."""
-    return llm.choose([answer_prompt(question, [])], [[answer]])[0].scores[0] if normalize_answer(answer) else float("-inf")
+    return (
+        llm.choose([answer_prompt(question, [])], [[answer]])[0].scores[0]
+        if normalize_answer(answer)
+        else float("-inf")
+    )
 
 
-def shape_of(groups: Sequence[Group], standard: str, closed: str, sure: float, ctx: RoutedContext) -> tuple[str, Route, str | None]:
+def shape_of(
+    groups: Sequence[Group], standard: str, closed: str, sure: float, ctx: RoutedContext
+) -> tuple[str, Route, str | None]:
     """(shape, route, the answer the model's knowledge holds against the passages) from the assessment.
 
     Shapes: ``conflict`` — the sources disagree and one answer has a plurality of at least two of them,
@@ -127,7 +133,11 @@ def trust_knowledge(state: TriageState, runtime: Runtime[RoutedContext]) -> dict
         believed = llm_of(ctx).choose([answer_prompt(question_of(state), internal)], [options])[0].answer or believed
     stating = [d for d in state.get("documents") or [] if mentions(believed, passage_text(d))]
     emit(runtime, "answer", "knowledge", answer=believed)
-    return {"answer": believed, "documents": stating or internal, "trace": [{"knowledge_answer": believed, "read_internal": bool(internal)}]}
+    return {
+        "answer": believed,
+        "documents": stating or internal,
+        "trace": [{"knowledge_answer": believed, "read_internal": bool(internal)}],
+    }
 
 
 def distinct(answers: Sequence[str]) -> list[str]:

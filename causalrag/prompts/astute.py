@@ -73,10 +73,9 @@ def confidence_out_of_10(group: dict) -> int:
 
 # --------------------------------------------------------------------------- §3.3 internal knowledge
 _INTERNAL_EXAMPLE = (  # the abstention first, so a base model does not simply copy the last example
-    "Question: What is the population of the village of Brackwell Minor?\n"
-    f"{ABSTAIN}.\n\n"
-    "Question: Who painted the Mona Lisa?\n"
-    "Passage: The Mona Lisa is a portrait painted by the Italian artist Leonardo da Vinci in the early 1500s.\n\n"
+    "Question: What is the population of the village of Brackwell "
+    f"Minor?\n{ABSTAIN}.\n\nQuestion: Who painted the Mona Lisa?\nPassage: The Mona Lisa is a "
+    "portrait painted by the Italian artist Leonardo da Vinci in the early 1500s.\n\n"
 )
 
 
@@ -86,8 +85,7 @@ def internal_prompt(question: str, max_passages: int) -> str:
     return (
         f"From your own memory, write {most} with accurate facts that answer the question, "
         f'each line starting with "Passage:". Write fewer when unsure; if you do not know, write "{ABSTAIN}" '
-        "instead of guessing.\n\n"
-        f"{_INTERNAL_EXAMPLE}Question: {one_line(question)}\n"
+        f"instead of guessing.\n\n{_INTERNAL_EXAMPLE}Question: {one_line(question)}\n"
     )
 
 
@@ -150,7 +148,9 @@ _CONSOLIDATE_TASK = (
 
 def consolidate_prompt(question: str, pool: Sequence[Document], last: Sequence[dict] = ()) -> str:
     """``p_con``: regroup the initial passages D₀ (and the last groups Dⱼ, from the second round on)."""
-    example = f"Passages:\n{_POOL_EXAMPLE}\nQuestion: {_EXAMPLE_QUESTION}\nGroups:\n{format_groups(_GROUPS_EXAMPLE)}\n\n"
+    example = (
+        f"Passages:\n{_POOL_EXAMPLE}\nQuestion: {_EXAMPLE_QUESTION}\nGroups:\n{format_groups(_GROUPS_EXAMPLE)}\n\n"
+    )
     earlier = f"Earlier groups:\n{format_groups(last)}\n" if last else ""
     return (
         f"{_CONSOLIDATE_TASK}\n\n{example}"
@@ -221,13 +221,14 @@ _PROPOSE_TASK = (
 def propose_prompt(question: str, group: dict, members: Sequence[Document]) -> str:
     """One group's answer and confidence (§3.5: an answer per group of passages, with a confidence)."""
     g = _GROUPS_EXAMPLE[0]
-    example_members = "\n".join(l for l in _POOL_EXAMPLE.splitlines() if l.split("]")[0][1:] in g["sources"])
+    example_members = "\n".join(line for line in _POOL_EXAMPLE.splitlines() if line.split("]")[0][1:] in g["sources"])
     example = (
         f"Passages:\n{example_members}\nSummary: {g['claim']}\nQuestion: {_EXAMPLE_QUESTION}\n"
         f"Answer: {g['answer']}\nConfidence: {confidence_out_of_10(g)}\n\n"
     )
     return (
-        f"{_PROPOSE_TASK}\n\n{example}Passages:\n{format_pool(members)}\nSummary: {passage_text(group.get('claim', ''))}\n"
+        f"{_PROPOSE_TASK}\n\n{example}Passages:\n{format_pool(members)}\nSummary: "
+        f"{passage_text(group.get('claim', ''))}\n"
         f"Question: {one_line(question)}\nAnswer:"
     )
 
@@ -241,9 +242,8 @@ def parse_proposal(text: str) -> tuple[str, float | None]:
 
 
 _SELECT_TASK = (
-    "Each group of sources proposes an answer. Choose the most reliable one: prefer answers that several "
-    "sources confirm, retrieved and from memory alike, and a higher confidence. Write it between "
-    f"{OPEN} and {CLOSE}."
+    "Each group of sources proposes an answer. Choose the most reliable one: prefer answers that several sources "
+    f"confirm, retrieved and from memory alike, and a higher confidence. Write it between {OPEN} and {CLOSE}."
 )
 
 
@@ -272,7 +272,10 @@ def combined_prompt(question: str, pool: Sequence[Document], last: Sequence[dict
         f"{format_groups(_GROUPS_EXAMPLE, answers=True)}\nFinal: {OPEN}{_GROUPS_EXAMPLE[0]['answer']}{CLOSE}\n\n"
     )
     earlier = f"Earlier groups:\n{format_groups(last)}\n" if last else ""
-    return f"{_COMBINED_TASK}\n\n{example}Passages:\n{format_pool(pool)}\n{earlier}Question: {one_line(question)}\nGroups:\n"
+    return (
+        f"{_COMBINED_TASK}\n\n{example}Passages:\n{format_pool(pool)}\n{earlier}"
+        f"Question: {one_line(question)}\nGroups:\n"
+    )
 
 
 def parse_final(text: str) -> str | None:

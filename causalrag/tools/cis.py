@@ -119,10 +119,10 @@ class CISScorer:
         keys = [text_key(t) for t in texts]
         known = self.cache.get(self.model_name, list(dict.fromkeys(keys)))
         self.prior_hits += len(set(keys) & set(known))
-        return keys, known, {k: t for k, t in zip(keys, texts) if k not in known}
+        return keys, known, {k: t for k, t in zip(keys, texts, strict=True) if k not in known}
 
     def _store_priors(self, known: dict[str, float], todo: dict[str, str], values: Sequence[float]) -> None:
-        fresh = dict(zip(todo, map(float, values)))
+        fresh = dict(zip(todo, map(float, values), strict=True))
         self.cache.put(self.model_name, fresh)
         known.update(fresh)
         self.prior_computed += len(todo)
@@ -158,4 +158,4 @@ class CISScorer:
         conditional = values[: len(texts)]
         if todo:
             self._store_priors(known, todo, values[len(texts) :])
-        return [CISScore(c - known[k], c, known[k]) for c, k in zip(conditional, keys)]
+        return [CISScore(c - known[k], c, known[k]) for c, k in zip(conditional, keys, strict=True)]

@@ -109,7 +109,9 @@ class DistilledReranker:
         hf_logging.disable_progress_bar()
         base = base or base_encoder_path()
         encoder = AutoModel.from_pretrained(base)
-        return cls(_model_class()(encoder), AutoTokenizer.from_pretrained(base), mean=0.0, std=1.0, max_length=max_length)
+        return cls(
+            _model_class()(encoder), AutoTokenizer.from_pretrained(base), mean=0.0, std=1.0, max_length=max_length
+        )
 
     @classmethod
     def load(cls, path: str | Path) -> DistilledReranker:
@@ -188,7 +190,7 @@ def teacher_pairs(
         key = _group_key(question, docs)
         if key not in done:
             scores = scorer.score(question, docs)
-            done[key] = [TrainingPair(question, passage_text(d), s.cis) for d, s in zip(docs, scores)]
+            done[key] = [TrainingPair(question, passage_text(d), s.cis) for d, s in zip(docs, scores, strict=True)]
             if labels_file:
                 with labels_file.open("a", encoding="utf-8") as f:
                     f.write(json.dumps({"key": key, "pairs": [asdict(p) for p in done[key]]}) + "\n")
@@ -261,7 +263,10 @@ def distill(
             total += loss.item() * len(batch)
         model.eval()
         losses.append(total / len(pairs))
-        torch.save({"epoch": epoch + 1, "model": model.state_dict(), "optimizer": optimizer.state_dict(), "losses": losses}, checkpoint)
+        torch.save(
+            {"epoch": epoch + 1, "model": model.state_dict(), "optimizer": optimizer.state_dict(), "losses": losses},
+            checkpoint,
+        )
     reranker.save(out, pairs=len(pairs), epochs=config.epochs, losses=losses, config=asdict(config), **(meta or {}))
     load_distilled.cache_clear()
     return reranker, losses
@@ -284,7 +289,9 @@ def read_questions(path: str | Path) -> list[str]:
     questions = [" ".join(str(r.get("question", "")).split()) for r in rows if isinstance(r, dict)]
     questions = [q for q in questions if q]
     if not questions:
-        raise CausalRAGError(f"{path} holds no questions: write one question per line (or JSONL with a 'question' field).")
+        raise CausalRAGError(
+            f"{path} holds no questions: write one question per line (or JSONL with a 'question' field)."
+        )
     return questions
 
 
@@ -309,6 +316,11 @@ def distill_from_store(
         (out / LABELS_FILE).unlink(missing_ok=True)
         (out / CHECKPOINT_FILE).unlink(missing_ok=True)
     pairs = teacher_pairs(scorer, groups, labels_file=out / LABELS_FILE, progress=progress)
-    teacher = {"teacher": scorer.model_name, "form": scorer.form, "use_prior": scorer.use_prior, "n_candidates": n_candidates}
+    teacher = {
+        "teacher": scorer.model_name,
+        "form": scorer.form,
+        "use_prior": scorer.use_prior,
+        "n_candidates": n_candidates,
+    }
     reranker, losses = distill(pairs, out, config=config, resume=resume, progress=progress, meta=teacher)
     return reranker, losses, len(pairs)

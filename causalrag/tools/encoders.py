@@ -83,9 +83,9 @@ def embed(texts: Sequence[str], embeddings: Embeddings | None = None) -> np.ndar
     missing = [t for t in dict.fromkeys(texts) if t not in found]
     if missing:
         fresh = unit_rows(model.embed_documents(missing))
-        found.update(zip(missing, fresh))
+        found.update(zip(missing, fresh, strict=True))
         with _memo_lock:
-            _memo.update(((id(model), t), v) for t, v in zip(missing, fresh))
+            _memo.update(((id(model), t), v) for t, v in zip(missing, fresh, strict=True))
             while len(_memo) > MEMO_SIZE:
                 _memo.popitem(last=False)
     return np.stack([found[t] for t in texts])

@@ -160,7 +160,11 @@ def read_passages(paths: Iterable[str | Path], words: int = 100) -> tuple[list[P
         if not root.exists():
             report.skipped.append((str(root), "no such file or folder"))
             continue
-        files = sorted(p for p in root.rglob("*") if p.suffix in PASSAGE_SUFFIXES and p.is_file()) if root.is_dir() else [root]
+        files = (
+            sorted(p for p in root.rglob("*") if p.suffix in PASSAGE_SUFFIXES and p.is_file())
+            if root.is_dir()
+            else [root]
+        )
         for path in files:
             problems: list[str] = []
             try:
@@ -198,7 +202,8 @@ class StoreRefusedError(CausalRAGError, PermissionError):
     def __init__(self, url: str, status: int) -> None:
         super().__init__(
             f"The Chroma server at {url} refused the request (HTTP {status}): set CAUSALRAG_CHROMA_TOKEN (sent as "
-            "Authorization: Bearer) or CAUSALRAG_CHROMA_HEADERS (a JSON object, e.g. {\"x-chroma-token\": \"...\"}) to credentials it accepts."
+            'Authorization: Bearer) or CAUSALRAG_CHROMA_HEADERS (a JSON object, e.g. '
+            '{"x-chroma-token": "..."}) to credentials it accepts.'
         )
 
 
@@ -207,14 +212,17 @@ class StoreScopeError(CausalRAGError, LookupError):
         what = f"database {database!r} in tenant {tenant!r}" if database else f"tenant {tenant!r}"
         variable = "CAUSALRAG_CHROMA_DATABASE" if database else "CAUSALRAG_CHROMA_TENANT"
         super().__init__(
-            f"The Chroma server at {url} has no {what}: create it (chromadb.AdminClient) or set {variable} to one that exists."
+            f"The Chroma server at {url} has no {what}: create it "
+            f"(chromadb.AdminClient) or set {variable} to one that exists."
         )
 
 
 _REFUSED = (401, 403, 407)
 
 
-def check_server(url: str, tenant: str = "default_tenant", database: str = "default_database", headers: dict[str, str] | None = None) -> None:
+def check_server(
+    url: str, tenant: str = "default_tenant", database: str = "default_database", headers: dict[str, str] | None = None
+) -> None:
     """Raise a one-sentence error unless a Chroma server answers at ``url``, accepts ``headers`` and holds
     ``tenant``/``database`` (Chroma's v2 API: heartbeat, then the tenant, then the database)."""
     from urllib.parse import quote
@@ -240,14 +248,22 @@ def check_server(url: str, tenant: str = "default_tenant", database: str = "defa
 
 
 @lru_cache(maxsize=8)
-def _client(kind: str, where: str, tenant: str = "default_tenant", database: str = "default_database", headers: tuple[tuple[str, str], ...] = ()):
+def _client(
+    kind: str,
+    where: str,
+    tenant: str = "default_tenant",
+    database: str = "default_database",
+    headers: tuple[tuple[str, str], ...] = (),
+):
     import chromadb
 
     if kind == "http":
         host, port, ssl = _server(where)
         check_server(where, tenant, database, dict(headers))
         try:
-            return chromadb.HttpClient(host=host, port=port, ssl=ssl, headers=dict(headers), tenant=tenant, database=database)
+            return chromadb.HttpClient(
+                host=host, port=port, ssl=ssl, headers=dict(headers), tenant=tenant, database=database
+            )
         except (ValueError, ConnectionError) as exc:  # chromadb: "Could not connect to a Chroma server"
             raise StoreUnreachableError(where, "nothing answers there") from exc
     if kind == "memory":
@@ -281,9 +297,15 @@ def _reported(method):
             text = str(exc)
             if self.kind == "persistent" and (damage := damage_in(self.where, exc)):
                 raise damage from exc
-            if self.kind == "http" and (isinstance(exc, ConnectionError) or "connect" in text.lower() or type(exc).__name__.endswith(("ConnectError", "ConnectTimeout"))):
+            if self.kind == "http" and (
+                isinstance(exc, ConnectionError)
+                or "connect" in text.lower()
+                or type(exc).__name__.endswith(("ConnectError", "ConnectTimeout"))
+            ):
                 raise StoreUnreachableError(self.where, "it stopped answering") from exc
-            if self.kind == "http" and any(words in text for words in ("Unauthorized", "Forbidden", "AuthError", "authorization")):
+            if self.kind == "http" and any(
+                words in text for words in ("Unauthorized", "Forbidden", "AuthError", "authorization")
+            ):
                 raise StoreRefusedError(self.where, 401 if "Forbidden" not in text else 403) from exc
             raise
 
@@ -443,7 +465,7 @@ class Store:
         folders = tuple(str(r.resolve()) + os.sep for r in roots if r.is_dir())
         got = self._read(["metadatas"])
         stale = []
-        for pid, meta in zip(got["ids"], got["metadatas"]):
+        for pid, meta in zip(got["ids"], got["metadatas"], strict=True):
             source = str((meta or {}).get("source", ""))
             if pid in current or not source:
                 continue
@@ -472,13 +494,19 @@ class Store:
         100k-passage collection fails in Chroma's SQLite with "too many SQL variables"."""
         collection, got = self._collection(), {"ids": [], **{field: [] for field in include}}
         pages = (
-            (collection.get(ids=list(ids[start : start + READ_PAGE]), include=include) for start in range(0, len(ids), READ_PAGE))
+            (
+                collection.get(ids=list(ids[start : start + READ_PAGE]), include=include)
+                for start in range(0, len(ids), READ_PAGE)
+            )
             if ids is not None
-            else (collection.get(include=include, limit=READ_PAGE, offset=start) for start in range(0, collection.count(), READ_PAGE))
+            else (
+                collection.get(include=include, limit=READ_PAGE, offset=start)
+                for start in range(0, collection.count(), READ_PAGE)
+            )
         )
         for page in pages:
-            for field in got:
-                got[field] += page[field]
+            for key in got:
+                got[key] += page[key]
         return got
 
     @_reported
@@ -488,7 +516,7 @@ class Store:
         got = self._read(["documents", "metadatas"], ids)
         by_id = {
             i: Document(id=i, page_content=d, metadata=dict(m or {}))
-            for i, d, m in zip(got["ids"], got["documents"], got["metadatas"])
+            for i, d, m in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
         }
         return [by_id[i] for i in ids if i in by_id]
 
@@ -497,7 +525,7 @@ class Store:
         got = self._read(["documents", "metadatas"])
         return [
             Passage((m or {}).get("title", ""), d, (m or {}).get("source", ""))
-            for d, m in zip(got["documents"], got["metadatas"])
+            for d, m in zip(got["documents"], got["metadatas"], strict=True)
         ]
 
     def _dense(self, query: str, k: int, ids: Sequence[str] | None) -> list[Document]:
@@ -513,7 +541,9 @@ class Store:
         )
         return [
             Document(id=i, page_content=d, metadata={**(m or {}), "score": 1.0 - float(dist)})
-            for i, d, m, dist in zip(res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0])
+            for i, d, m, dist in zip(
+                res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0], strict=True
+            )
         ]
 
     def _lexical_folder(self) -> Path | None:
@@ -522,19 +552,25 @@ class Store:
         if self.kind == "memory":
             return None
         server = f"{self.where}/{self.tenant}/{self.database}"  # a collection name is unique per tenant and database
-        base = Path(self.where) if self.kind == "persistent" else settings().home / "lexical" / re.sub(r"\W+", "_", server)
+        base = (
+            Path(self.where) if self.kind == "persistent" else settings().home / "lexical" / re.sub(r"\W+", "_", server)
+        )
         return base / "causalrag-lexical"
 
     def _lexical_texts(self) -> tuple[list[str], list[str]]:
         """Every passage's id and BM25 text (title and text), read from the collection once per index build."""
         got = self._read(["documents", "metadatas"])
-        return got["ids"], [f"{(m or {}).get('title', '')} {d}" for d, m in zip(got["documents"], got["metadatas"])]
+        return got["ids"], [
+            f"{(m or {}).get('title', '')} {d}" for d, m in zip(got["documents"], got["metadatas"], strict=True)
+        ]
 
     def _bm25_search(self, query: str, k: int, ids: Sequence[str] | None) -> list[Document]:
         """BM25 over the whole collection (its shared index), or over a sub-pool with the pool's own statistics."""
         if ids is not None:  # a sub-pool (e.g. one question's paragraphs) is small: indexed on the spot
             pool = self.get(ids)
-            scores = LexicalIndex.build([d.id for d in pool], [f"{d.metadata.get('title', '')} {d.page_content}" for d in pool]).scores(query)
+            scores = LexicalIndex.build(
+                [d.id for d in pool], [f"{d.metadata.get('title', '')} {d.page_content}" for d in pool]
+            ).scores(query)
             top = np.argsort(-scores, kind="stable")[:k]
             found = [(pool[i], scores[i]) for i in top]
         else:
@@ -543,7 +579,9 @@ class Store:
             top = np.argsort(-scores, kind="stable")[:k]
             by_id = {d.id: d for d in self.get([str(index.ids[i]) for i in top])}
             found = [(by_id[str(index.ids[i])], scores[i]) for i in top if str(index.ids[i]) in by_id]
-        return [Document(id=d.id, page_content=d.page_content, metadata={**d.metadata, "score": float(s)}) for d, s in found]
+        return [
+            Document(id=d.id, page_content=d.page_content, metadata={**d.metadata, "score": float(s)}) for d, s in found
+        ]
 
     @_reported
     def retrieve(
@@ -568,7 +606,10 @@ class Store:
                     fused[doc.id] = fused.get(doc.id, 0.0) + 1.0 / (_RRF_K + rank + 1)
                     first.setdefault(doc.id, doc)
             best = sorted(fused, key=fused.get, reverse=True)[:k]
-            docs = [Document(id=i, page_content=first[i].page_content, metadata={**first[i].metadata, "score": fused[i]}) for i in best]
+            docs = [
+                Document(id=i, page_content=first[i].page_content, metadata={**first[i].metadata, "score": fused[i]})
+                for i in best
+            ]
         else:
             raise ValueError(f"Unknown retrieval mode {mode!r}: use dense, bm25 or hybrid.")
         for d in docs:

@@ -62,7 +62,8 @@ def test_nul_bytes_inside_text_become_spaces(tmp_path):
 
 def test_one_malformed_jsonl_line_keeps_the_valid_ones(tmp_path):
     (tmp_path / "rows.jsonl").write_text(
-        '{"title": "A", "text": "Zebras live in Kenya."}\n{broken\n{"title": "no text"}\n{"title": "B", "text": "Lions live in Tanzania."}\n',
+        '{"title": "A", "text": "Zebras live in Kenya."}\n{broken\n{"title": "no text"}\n{"title": "B", "text": '
+        '"Lions live in Tanzania."}\n',
         encoding="utf-8",
     )
     passages, report = read_passages([tmp_path])
@@ -279,11 +280,10 @@ def healthy_store(tmp_path_factory) -> Path:
 
     folder = tmp_path_factory.mktemp("healthy") / "chroma"
     script = (
-        "import sys\n"
-        "from langchain_core.embeddings import DeterministicFakeEmbedding\n"
-        "from causalrag.tools.store import Passage, Store\n"
-        "store = Store('zoo', path=sys.argv[1], embeddings=DeterministicFakeEmbedding(size=16))\n"
-        "store.add([Passage(f'T{i}', f'passage number {i} ' * 30) for i in range(3000)])\n"
+        "import sys\nfrom langchain_core.embeddings import DeterministicFakeEmbedding\nfrom causalrag.tools.store "
+        "import Passage, Store\nstore = Store('zoo', path=sys.argv[1], "
+        "embeddings=DeterministicFakeEmbedding(size=16))\nstore.add([Passage(f'T{i}', f'passage number {i} ' * 30) "
+        "for i in range(3000)])\n"
     )
     subprocess.run([sys.executable, "-c", script, str(folder)], check=True, timeout=300)
     assert list(folder.glob("*/header.bin")), "Chroma persisted no HNSW segment to damage"

@@ -57,7 +57,12 @@ class LLM(Protocol):
     def yes_probability(self, prompts: Sequence[str]) -> list[float]: ...
 
     def choose(
-        self, prompts: Sequence[str], options: Sequence[Sequence[str]], *, neutral: Sequence[str] | None = None, reduce: Reduce = "mean"
+        self,
+        prompts: Sequence[str],
+        options: Sequence[Sequence[str]],
+        *,
+        neutral: Sequence[str] | None = None,
+        reduce: Reduce = "mean",
     ) -> list[Choice]: ...
 
 
@@ -83,7 +88,11 @@ class Choice:
 
     def as_dict(self) -> dict:
         """JSON-ready, rounded, for traces and stream events."""
-        return {"options": list(self.options), "scores": [round(s, 4) for s in self.scores], "probs": [round(p, 4) for p in self.probs]}
+        return {
+            "options": list(self.options),
+            "scores": [round(s, 4) for s in self.scores],
+            "probs": [round(p, 4) for p in self.probs],
+        }
 
 
 def regroup(flat: Sequence, sizes: Sequence[int]) -> list[list]:
@@ -156,8 +165,10 @@ class Judge:
         for i, opts in enumerate(options):
             scores = reduce_logprobs(per_token[i], reduce)
             if neutral is not None:
-                scores = [s - n for s, n in zip(scores, reduce_logprobs(per_token[len(prompts) + i], reduce))]
-            scores = [s if tokens else -math.inf for s, tokens in zip(scores, per_token[i])]
+                scores = [
+                    s - n for s, n in zip(scores, reduce_logprobs(per_token[len(prompts) + i], reduce), strict=True)
+                ]
+            scores = [s if tokens else -math.inf for s, tokens in zip(scores, per_token[i], strict=True)]
             choices.append(Choice(opts, tuple(scores), softmax(scores)))
         return choices
 

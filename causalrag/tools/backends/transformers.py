@@ -1,4 +1,5 @@
-"""The transformers backend: a local Hugging Face causal LM behind the :class:`~causalrag.tools.backends.base.LLM` protocol.
+"""The transformers backend: a local Hugging Face causal LM behind the
+:class:`~causalrag.tools.backends.base.LLM` protocol.
 
 Two compute paths serve every method (see ``docs/methods.md``):
 
@@ -79,7 +80,9 @@ class HeadCache:
 
     def longest(self, tokens: Sequence[int]) -> tuple[int, tuple | None]:
         """The longest stored head that ``tokens`` start with: its length and (cache, last hidden state)."""
-        found = max((k for k in self._entries if len(k) <= len(tokens) and tuple(tokens[: len(k)]) == k), key=len, default=None)
+        found = max(
+            (k for k in self._entries if len(k) <= len(tokens) and tuple(tokens[: len(k)]) == k), key=len, default=None
+        )
         if found is None:
             return 0, None
         self._entries.move_to_end(found)
@@ -171,7 +174,9 @@ def pick_dtype(requested: str, device: str):
     import torch
 
     if requested not in DTYPES:
-        raise CausalRAGError(f"CAUSALRAG_DTYPE={requested!r} is not one of {', '.join(DTYPES)}: set one of them, or unset it.")
+        raise CausalRAGError(
+            f"CAUSALRAG_DTYPE={requested!r} is not one of {', '.join(DTYPES)}: set one of them, or unset it."
+        )
     if requested == "auto":
         return torch.bfloat16 if device == "cuda" else torch.float32
     return getattr(torch, requested)
@@ -360,10 +365,19 @@ class TransformersLLM(Judge):
         torch's global generator before each batch, for reproducible sampling. Calls from parallel
         graph branches with the same settings are decoded together (:mod:`causalrag.tools.coalesce`).
         """
-        return self._coalesced(prompts, max_new_tokens=max_new_tokens, temperature=temperature, n=n, stop=stop, seed=seed)
+        return self._coalesced(
+            prompts, max_new_tokens=max_new_tokens, temperature=temperature, n=n, stop=stop, seed=seed
+        )
 
     def _generate_batched(
-        self, prompts: Sequence[str], *, max_new_tokens: int, temperature: float, n: int, stop: Sequence[str] | None, seed: int | None
+        self,
+        prompts: Sequence[str],
+        *,
+        max_new_tokens: int,
+        temperature: float,
+        n: int,
+        stop: Sequence[str] | None,
+        seed: int | None,
     ) -> list[list[str]]:
         torch = self._torch
         texts = [self.format(p) for p in prompts]
@@ -504,7 +518,7 @@ class TransformersLLM(Judge):
         """log p of every token of each row from ``starts[r]`` on, given the tokens before it (one batch)."""
         hidden, offset = self._hidden(seqs, min(starts))
         rows, cols, where = [], [], []
-        for r, (seq, start) in enumerate(zip(seqs, starts)):
+        for r, (seq, start) in enumerate(zip(seqs, starts, strict=True)):
             for pos in range(start, len(seq)):
                 rows.append(r), cols.append(pos - 1 - offset), where.append((r, pos))
         if self.shortlist is not None:
@@ -513,7 +527,7 @@ class TransformersLLM(Judge):
             targets = self._torch.tensor([seqs[r][p] for r, p in where], device=self.device)
             lps = self._token_logprobs(hidden[rows, cols], targets)
         out, k = [], 0
-        for seq, start in zip(seqs, starts):
+        for seq, start in zip(seqs, starts, strict=True):
             out.append(lps[k : k + len(seq) - start])
             k += len(seq) - start
         return out
@@ -526,7 +540,7 @@ class TransformersLLM(Judge):
         The prefix every row shares (the few-shot header) runs first, once, as a head the others extend.
         """
         torch = self._torch
-        seqs = [p + c for p, c in zip(prefixes, conts)]
+        seqs = [p + c for p, c in zip(prefixes, conts, strict=True)]
         result: list[list[float]] = [[] for _ in conts]
         groups: dict[tuple[int, ...], list[int]] = {}
         for i in range(len(conts)):
@@ -540,7 +554,9 @@ class TransformersLLM(Judge):
             if len(groups) > 1 and (h := shared_head(list(groups))) >= HEAD_MIN:
                 self._head(list(next(iter(groups)))[:h])
             for batch in batches:
-                for i, lps in zip(batch, self._score_rows([seqs[i] for i in batch], [len(prefixes[i]) for i in batch])):
+                for i, lps in zip(
+                    batch, self._score_rows([seqs[i] for i in batch], [len(prefixes[i]) for i in batch]), strict=True
+                ):
                     result[i] = lps
         return result
 
@@ -563,8 +579,12 @@ class TransformersLLM(Judge):
     def option_logprobs(self, prompts: Sequence[str], options: Sequence[Sequence[str]]) -> list[list[list[float]]]:
         """Token log-probs of every option as the reply to its (chat-formatted) prompt; each prompt runs once."""
         heads = [self._prompt_ids(p) for p in prompts]
-        prefixes = [h for h, opts in zip(heads, options) for _ in opts]
-        conts = [self._ids(self.reply_text(p, o), start=False) for p, opts in zip(prompts, options) for o in opts]
+        prefixes = [h for h, opts in zip(heads, options, strict=True) for _ in opts]
+        conts = [
+            self._ids(self.reply_text(p, o), start=False)
+            for p, opts in zip(prompts, options, strict=True)
+            for o in opts
+        ]
         flat = self._score_ids(prefixes, conts)
         record(self.usage, Usage(calls=len(prompts)))
         return regroup(flat, [len(opts) for opts in options])
@@ -576,7 +596,9 @@ class TransformersLLM(Judge):
     def yes_probability(self, prompts: Sequence[str]) -> list[float]:
         """P(yes) / (P(yes) + P(no)) for the next token after each (chat-formatted) prompt."""
         torch = self._torch
-        ids = [self.tokenizer(self.format(p), add_special_tokens=not self.has_chat_template)["input_ids"] for p in prompts]
+        ids = [
+            self.tokenizer(self.format(p), add_special_tokens=not self.has_chat_template)["input_ids"] for p in prompts
+        ]
         probs: list[float] = [0.5] * len(ids)
         order = sorted(range(len(ids)), key=ids.__getitem__)  # token order: neighbours share a head
         for batch in self._chunks([len(i) for i in ids], order):
@@ -591,7 +613,7 @@ class TransformersLLM(Judge):
                     p = torch.softmax(torch.as_tensor(logits), dim=-1)
                     yes, no = p[:, : len(self._yes_ids)].sum(-1), p[:, len(self._yes_ids) :].sum(-1)
                 share = (yes / (yes + no).clamp_min(1e-12)).tolist()
-            for i, s in zip(batch, share):
+            for i, s in zip(batch, share, strict=True):
                 probs[i] = float(s)
         record(self.usage, Usage(calls=len(ids)))
         return probs
