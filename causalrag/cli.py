@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-import causalrag  # noqa: F401  (sets the offline environment first)
+import causalrag  # first: it sets the offline environment
 from causalrag.config import DEMO_COLLECTION
 from causalrag.errors import CausalRAGError
 
@@ -46,8 +46,8 @@ ParamOpt = Annotated[list[str], typer.Option("--param", "-p", help="Method param
 def _context(
     method: str, collection: str, model: str | None, params: list[str], backend: str | None = None, **fixed: Any
 ):
+    from causalrag.api import make_context, parse_params
     from causalrag.config import settings
-    from causalrag.graphs.registry import make_context, parse_params
     from causalrag.tools.llm import load_llm
 
     fixed = {k: v for k, v in fixed.items() if v is not None}
@@ -134,9 +134,7 @@ def run_graph(
 
     ``question=None`` resumes the thread in ``config`` from its last checkpoint.
     """
-    from causalrag.graphs.registry import build_graph
-
-    graph = build_graph(method, checkpointer=checkpointer)
+    graph = causalrag.build_graph(method, checkpointer=checkpointer)
     inputs = None if question is None else {"question": question}
     if not stream:
         return graph.invoke(inputs, config, context=ctx)
@@ -155,7 +153,7 @@ def run_graph(
 
 
 def result_json(state: dict) -> dict:
-    from causalrag.nodes.common import doc_json, summarize_trace
+    from causalrag.api import doc_json, summarize_trace
 
     docs = [{k: d[k] for k in ("id", "title", "text", "score")} for d in map(doc_json, state.get("documents", []))]
     return {
@@ -170,10 +168,8 @@ def result_json(state: dict) -> dict:
 @app.command()
 def methods() -> None:
     """List the methods and their parameters."""
-    from causalrag.graphs.registry import methods as registry
-
     table = Table("method", "what it does", "parameters (defaults)")
-    for m in registry().values():
+    for m in causalrag.METHODS.values():
         params = ", ".join(f"{k}={v}" for k, v in m.parameters().items() if k not in ("collection", "ids"))
         table.add_row(m.name, m.summary, params)
     out.print(table)
@@ -231,24 +227,21 @@ def ask(
     """Answer a question with a method."""
     from contextlib import nullcontext
 
-    from causalrag.budget import check_question, question_may_overflow
+    from causalrag.api import check_fits, question_text
     from causalrag.checkpoints import checkpointer, thread_config, thread_method
-    from causalrag.nodes.common import llm_of, question_of
-    from causalrag.text import readable
 
     if resume and not thread:
         raise CausalRAGError("--resume needs the --thread id of the run to continue.")
     if not resume:
-        question = question_of({"question": readable(read_question(question, question_file) or "")})
+        question = question_text(read_question(question, question_file))
     with checkpointer() if thread else nullcontext() as saver:
         if resume:
             method = method or thread_method(saver, thread)
             question = None
         method = method or "standard_rag"
         ctx = _context(method, collection, model, param, backend, k=k, retrieval=retrieval)
-        if question is not None and question_may_overflow(question):
-            # before any retrieval: one sentence, not an overflow deep in a backend
-            check_question(llm_of(ctx), question)
+        if question is not None:
+            check_fits(question, ctx)
         config = thread_config(thread, method) if thread else None
         state = run_graph(method, question, ctx, stream=stream and not as_json, checkpointer=saver, config=config)
     result = result_json(state)
@@ -270,11 +263,10 @@ def ask(
 def history(thread: Annotated[str, typer.Option(help="Thread id given to `ask --thread`.")]) -> None:
     """List the stored steps of a thread, newest first."""
     from causalrag.checkpoints import checkpointer, thread_config, thread_method
-    from causalrag.graphs.registry import build_graph
 
     with checkpointer() as saver:
         method = thread_method(saver, thread)
-        graph = build_graph(method, checkpointer=saver)
+        graph = causalrag.build_graph(method, checkpointer=saver)
         table = Table(
             "step", "next", "question", "answer", "documents", "last node", title=f"thread {thread} ({method})"
         )
@@ -298,9 +290,7 @@ def draw(
     out_file: Annotated[Path, typer.Option("--out", "-o", help="FILE.png (graphviz) or FILE.mmd (Mermaid text).")],
 ) -> None:
     """Draw a method's graph offline (PNG through pygraphviz, or Mermaid text)."""
-    from causalrag.graphs.registry import build_graph
-
-    graph = build_graph(method).get_graph()
+    graph = causalrag.build_graph(method).get_graph()
     if out_file.suffix in (".png", ".mmd", ".mermaid"):
         out_file.parent.mkdir(parents=True, exist_ok=True)
     if out_file.suffix == ".png":
@@ -331,11 +321,10 @@ def demo(
     """
     from causalrag.config import settings
     from causalrag.corpus import demo_questions, open_store
-    from causalrag.graphs.registry import methods as registry
-    from causalrag.tools.backends.base import cpu_has_bf16, pick_device
-    from causalrag.tools.llm import choose_backend
+    from causalrag.tools.llm import choose_backend, cpu_has_bf16, pick_device
 
-    chosen = methods_.split(",") if methods_ else list(registry())
+    registry = causalrag.METHODS
+    chosen = methods_.split(",") if methods_ else list(registry)
     sized = not full and pick_device() == "cpu"
     chosen_backend = choose_backend(backend, model)
     if sized and chosen_backend == "transformers" and cpu_has_bf16():
@@ -344,7 +333,7 @@ def demo(
     dtype = f" ({settings().dtype} weights)" if chosen_backend == "transformers" else ""
     out.print(line(("causalrag demo", "bold"), f" — methods: {', '.join(chosen)}; backend: {chosen_backend}{dtype}"))
     knobs = "; ".join(
-        f"{m}: {registry()[m].cpu_params}" for m in chosen if m in registry() and registry()[m].cpu_params
+        f"{m}: {registry[m].cpu_params}" for m in chosen if m in registry and registry[m].cpu_params
     )
     if sized and knobs:
         out.print(f"[dim]CPU-sized parameters ({knobs}); --full runs the papers' defaults.[/]")
@@ -356,7 +345,7 @@ def demo(
     for n, q in enumerate(picked, 1):
         for method in chosen:
             out.rule(f"[{n}/{len(picked)}] {method}: {q['question']}  (expected: {q['answers'][0]}; {q['type']})")
-            cpu_params = registry()[method].cpu_params if sized and method in registry() else {}
+            cpu_params = registry[method].cpu_params if sized and method in registry else {}
             ctx = _context(method, DEMO_COLLECTION, model, [], backend, **cpu_params)
             ctx.store = store
             state = run_graph(method, q["question"], ctx, stream=True)
@@ -425,9 +414,9 @@ def distill_cis(
 def _method_params(methods: list[str], raw: list[str], *, cpu: bool = False) -> dict[str, dict[str, Any]]:
     """Each chosen method's parameters: its ``cpu_params`` with ``cpu``, then every ``NAME=VALUE`` for
     each chosen method that has NAME and every ``METHOD.NAME=VALUE`` for that method alone."""
-    from causalrag.graphs.registry import get_method, parse_params
+    from causalrag.api import parse_params
 
-    chosen = {m: get_method(m) for m in methods}
+    chosen = {m: causalrag.METHODS[m] for m in methods}
     params: dict[str, dict[str, Any]] = {m: dict(chosen[m].cpu_params) if cpu else {} for m in methods}
     for item in raw:
         owner, dot, assignment = item.partition("=")[0].partition(".")
