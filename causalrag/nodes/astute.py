@@ -1,4 +1,4 @@
-"""Astute RAG nodes (Wang et al., 2024): elicit → pool → consolidate ⟲ t → propose → select.
+"""Astute RAG nodes (Wang et al., 2024): elicit → build_pool → consolidate ⟲ t → propose → select.
 
 Every judgment runs one of two ways (``AstuteContext.judge``):
 
