@@ -48,7 +48,7 @@ def route_after_consolidate(
     return "answer_combined" if ctx.combined else "propose"
 
 
-def build() -> StateGraph:
+def build() -> StateGraph[AstuteState, AstuteContext, InputState, AstuteOutput]:
     graph = StateGraph(AstuteState, context_schema=AstuteContext, input_schema=InputState, output_schema=AstuteOutput)
     graph.add_node("retrieve", retrieve)
     graph.add_node("answer", answer)

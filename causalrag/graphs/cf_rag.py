@@ -63,7 +63,7 @@ def route_after_arbitrate(state: CFRAGState) -> Route:
     return "accept" if state.get("consensus") else "synthesize"
 
 
-def build() -> StateGraph:
+def build() -> StateGraph[CFRAGState, CFRAGContext, InputState, CFRAGOutput]:
     graph = StateGraph(CFRAGState, context_schema=CFRAGContext, input_schema=InputState, output_schema=CFRAGOutput)
     graph.add_node("retrieve", retrieve)
     graph.add_node("answer", answer)

@@ -24,7 +24,7 @@ def route_after_permute(state: MoIState, runtime: Runtime[MoIContext]) -> Litera
     return "vote" if context(runtime).variant == "self_consistency" else "score"
 
 
-def build() -> StateGraph:
+def build() -> StateGraph[MoIState, MoIContext, InputState, MoIOutput]:
     graph = StateGraph(MoIState, context_schema=MoIContext, input_schema=InputState, output_schema=MoIOutput)
     graph.add_node("retrieve_candidates", retrieve_candidates)
     graph.add_node("permute", permute)

@@ -27,7 +27,7 @@ from causalrag.state.base import RAGContext
 @dataclass(frozen=True)
 class Method:
     name: str
-    build: Callable[[], StateGraph]
+    build: Callable[[], StateGraph[Any, Any, Any, Any]]
     """Returns the uncompiled graph (nodes and edges in the paper's order)."""
     context: type[RAGContext]
     """Dependencies and tunables, with the paper's defaults."""
@@ -43,7 +43,7 @@ class Method:
     def parameters(self) -> dict[str, Any]:
         """Tunable fields and their defaults (``llm`` and ``store`` are dependencies, not parameters)."""
         return {
-            f.name: (f.default if f.default is not dataclasses.MISSING else f.default_factory())
+            f.name: (f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
             for f in dataclasses.fields(self.context)
             if f.name not in ("llm", "store")
         }

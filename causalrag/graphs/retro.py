@@ -31,10 +31,10 @@ def route_after_retrieve(state: RetroState, runtime: Runtime[RetroContext]) -> L
 
 def route_after_check(state: RetroState) -> Literal["requery", "__end__"]:
     """Stop when the answer is self-consistent (s_sc > t) or the iteration budget is spent."""
-    return END if state.get("stop_reason") else "requery"
+    return "__end__" if state.get("stop_reason") else "requery"  # END, spelled as the Literal names it
 
 
-def build() -> StateGraph:
+def build() -> StateGraph[RetroState, RetroContext, InputState, RetroOutput]:
     graph = StateGraph(RetroState, context_schema=RetroContext, input_schema=InputState, output_schema=RetroOutput)
     graph.add_node("retrieve", retrieve)
     graph.add_node("answer", answer)

@@ -18,7 +18,8 @@ next depends on the iteration counter, convergence and the context alone.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from langchain_core.documents import Document
 from langgraph.runtime import Runtime
@@ -56,8 +57,9 @@ from causalrag.prompts.astute import (
     words,
 )
 from causalrag.prompts.common import ANSWER_STOP, answer_prompt
-from causalrag.state.astute import AstuteContext, AstuteState
+from causalrag.state.astute import AstuteContext, AstuteState, Candidate, Group, SourceReading
 from causalrag.text import clean_answer, key_sentences, mentions
+from causalrag.tools.backends.base import LLM
 
 _CLAIM_WORDS = 20
 
@@ -67,21 +69,21 @@ def labelled(doc: Document, label: str) -> Document:
     return Document(id=doc.id, page_content=doc.page_content, metadata={**doc.metadata, "label": label})
 
 
-def one_group_per_passage(pool: Sequence[Document]) -> list[dict]:
+def one_group_per_passage(pool: Sequence[Document]) -> list[Group]:
     """Fallback grouping when a consolidation output has no usable group line: every passage alone."""
     return [{"sources": [label_of(d)], "claim": " ".join(d.page_content.split()[:_CLAIM_WORDS])} for d in pool]
 
 
-def members(group: dict, pool: Sequence[Document]) -> list[Document]:
+def members(group: Group, pool: Sequence[Document]) -> list[Document]:
     by_label = {label_of(d): d for d in pool}
     return [by_label[s] for s in group["sources"] if s in by_label]
 
 
-def passages_of(group: dict, pool: Sequence[Document]) -> str:
+def passages_of(group: Group, pool: Sequence[Document]) -> str:
     return " ".join(d.page_content for d in members(group, pool))
 
 
-def match_candidate(final: str | None, candidates: Sequence[dict]) -> int:
+def match_candidate(final: str | None, candidates: Sequence[Candidate]) -> int:
     """Index of the candidate whose answer the final answer names (equal, or one contains the other's words);
     -1 if none."""
     if not final:
@@ -95,7 +97,7 @@ def match_candidate(final: str | None, candidates: Sequence[dict]) -> int:
     return min(scored)[1] if scored else -1
 
 
-def most_reliable(candidates: Sequence[dict]) -> int:
+def most_reliable(candidates: Sequence[Candidate]) -> int:
     """Fallback choice: highest confidence, then most sources, then both source kinds, then the first."""
     def reliability(i: int) -> tuple:
         c = candidates[i]
@@ -147,7 +149,9 @@ def build_pool(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
     }
 
 
-def _groups_or_fallback(text: str, pool: Sequence[Document], last: Sequence[dict]) -> tuple[list[dict], dict]:
+def _groups_or_fallback(
+    text: str, pool: Sequence[Document], last: Sequence[Group]
+) -> tuple[list[Group], dict[str, Any]]:
     """Parsed groups, else the last groups, else one group per passage; with the figures for the trace."""
     parsed = parse_groups(text, [label_of(d) for d in pool])
     fresh = [g for g in parsed.groups if not echoes_example(g, passages_of(g, pool))]
@@ -163,8 +167,14 @@ def _groups_or_fallback(text: str, pool: Sequence[Document], last: Sequence[dict
 
 
 def _consolidation_round(
-    state: AstuteState, runtime: Runtime, prompt, *, node: str, stage: str, max_new_tokens: int
-) -> tuple[str, list[dict], dict]:
+    state: AstuteState,
+    runtime: Runtime[Any],
+    prompt: Callable[[str, Sequence[Document], Sequence[Group]], str],
+    *,
+    node: str,
+    stage: str,
+    max_new_tokens: int,
+) -> tuple[str, list[Group], dict[str, Any]]:
     """One consolidation call over D₀ and the last groups (``prompt`` builds it): raw text, groups, trace figures."""
     pool, last = state.get("pool") or [], state.get("groups") or []
     iteration = state.get("iteration", 0) + 1
@@ -237,8 +247,8 @@ def propose(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
 
 
 def _finish(
-    runtime: Runtime, state: AstuteState, candidates: list[dict], final: str | None, *, scored: bool = False
-) -> tuple[dict, dict]:
+    runtime: Runtime[Any], state: AstuteState, candidates: list[Candidate], final: str | None, *, scored: bool = False
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """The final answer: the candidate the marked answer names, else the most reliable candidate.
 
     When groups carry answers, the final answer is one of them, so a few-shot example copied into
@@ -262,7 +272,7 @@ def _finish(
     if chosen >= 0:
         answer, used = candidates[chosen]["answer"], members(candidates[chosen], pool)
     elif marked:
-        answer, used = final, list(state.get("documents") or pool) if scored else list(pool)
+        answer, used = final or "", list(state.get("documents") or pool) if scored else list(pool)
     else:  # no group proposed an answer and no usable marker (e.g. an empty pool): plain RAG's answer
         used = list(state.get("documents") or [])[: ctx.k]
         answer = clean_answer(
@@ -336,7 +346,7 @@ def answer_combined(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict
 
 
 # --------------------------------------------------------------------------- scored judgments (judge="score")
-def _scored_round(state: AstuteState, runtime: Runtime, *, node: str) -> dict:
+def _scored_round(state: AstuteState, runtime: Runtime[Any], *, node: str) -> dict:
     """One consolidation round as scored choices (§3.4: group consistent sources, separate conflicts, drop the
     irrelevant).
 
@@ -378,7 +388,7 @@ def _scored_round(state: AstuteState, runtime: Runtime, *, node: str) -> dict:
 
 
 def _reread(
-    llm, question: str, pool: Sequence[Document], groups: Sequence[dict], previous: Sequence[dict]
+    llm: LLM, question: str, pool: Sequence[Document], groups: Sequence[Group], previous: Sequence[SourceReading]
 ) -> list[Reading]:
     """Each source re-read among the group answers it names (one batched call for those naming several)."""
     answers = [g["answer"] for g in groups]
@@ -394,7 +404,7 @@ def _reread(
     )
     readings = []
     for i, d in enumerate(pool):
-        old = before.get(label_of(d)) or {}
+        old: Mapping[str, Any] = before.get(label_of(d)) or {}
         if old.get("relevance", 0.0) <= 0:  # a source that did not answer the question stays out
             readings.append(
                 Reading(old.get("answer"), old.get("probability", 0.0), old.get("relevance", 0.0), old.get("how", ""))
@@ -410,7 +420,9 @@ def _reread(
     return readings
 
 
-def _scored_confidences(llm, question: str, groups: Sequence[dict], pool: Sequence[Document]) -> list[dict]:
+def _scored_confidences(
+    llm: LLM, question: str, groups: Sequence[Group], pool: Sequence[Document]
+) -> list[Candidate]:
     """Each group's confidence: the scored choice of its own answer among all group answers, given its own passages."""
     answers = [g["answer"] for g in groups]
     if len(groups) < 2:
@@ -419,7 +431,9 @@ def _scored_confidences(llm, question: str, groups: Sequence[dict], pool: Sequen
     return [{**g, "confidence": round(c.probs[i], 4)} for i, (g, c) in enumerate(zip(groups, choices, strict=True))]
 
 
-def _most_reliable_scored(state: AstuteState, runtime: Runtime, candidates: Sequence[dict]) -> tuple[str | None, dict]:
+def _most_reliable_scored(
+    state: AstuteState, runtime: Runtime[Any], candidates: Sequence[Candidate]
+) -> tuple[str | None, dict[str, Any]]:
     """§3.5's comparison of reliability as explicit scores.
 
     Cross-source confirmation first: a group's sources beyond the first (retrieved or from memory)

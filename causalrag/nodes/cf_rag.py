@@ -27,6 +27,8 @@ relevance filter of Eq. 5 and the sampling prior use embedding cosine instead.
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import numpy as np
 from langchain_core.documents import Document
 from langgraph.runtime import Runtime
@@ -70,8 +72,16 @@ from causalrag.prompts.cf_rag import (
     synthesis_prompt,
 )
 from causalrag.prompts.common import ANSWER_STOP, answer_prompt
-from causalrag.state.cf_rag import CFRAGContext, CFRAGState, HypothesisTask
+from causalrag.state.cf_rag import (
+    CFRAGContext,
+    CFRAGState,
+    Counterfactual,
+    Hypothesis,
+    HypothesisTask,
+    ScoredHypothesis,
+)
 from causalrag.text import answer_spans, clean_answer, mentions, normalize_answer, question_options, same_answer
+from causalrag.tools.backends.base import LLM
 from causalrag.tools.encoders import embed
 
 REGENERATE_TEMPERATURE = 0.8
@@ -95,7 +105,7 @@ def quick_answers(ctx: CFRAGContext, queries: list[str]) -> list[str]:
     return [clean_answer(o[0] if o else "") for o in outputs]
 
 
-def screen(question: str, rows: list[dict], ctx: CFRAGContext, kept: set[str]) -> None:
+def screen(question: str, rows: list[Counterfactual], ctx: CFRAGContext, kept: set[str]) -> None:
     """Eq. 2's similarity half plus repeat/duplicate checks; sets ``similarity`` and ``verdict`` (None = passes)."""
     sims = similarity_to(question, [r["query"] or "?" for r in rows])
     original = normalize_answer(question)
@@ -121,7 +131,7 @@ def similarity_to(question: str, texts: list[str]) -> np.ndarray:
     return vectors[1:] @ vectors[0]
 
 
-def validate(question: str, rows: list[dict], ctx: CFRAGContext, kept: set[str], baseline: str | None) -> str:
+def validate(question: str, rows: list[Counterfactual], ctx: CFRAGContext, kept: set[str], baseline: str | None) -> str:
     """Screen ``rows``, then compare quick-RAG answers of the survivors with L(q) (Eq. 2's answer half).
 
     The original's quick answer is computed in the same batch the first time; it is returned.
@@ -150,10 +160,10 @@ def validate(question: str, rows: list[dict], ctx: CFRAGContext, kept: set[str],
     return baseline
 
 
-def rewrites(ctx: CFRAGContext, question: str, kinds: list[str], *, attempt: int) -> list[dict]:
+def rewrites(ctx: CFRAGContext, question: str, kinds: list[str], *, attempt: int) -> list[Counterfactual]:
     """Rewrites for every transformation type in one ``generate`` call: greedy first, then
     ``regenerate_samples`` samples per type (the 270M base model copies the question greedily)."""
-    sampling = (
+    sampling: dict[str, Any] = (
         {"temperature": REGENERATE_TEMPERATURE, "n": ctx.regenerate_samples, "seed": ctx.seed} if attempt > 1 else {}
     )
     outputs = llm_of(ctx).generate(
@@ -195,7 +205,7 @@ def ranked_edits(ctx: CFRAGContext, question: str) -> dict[str, list[str]]:
 
 def proposals(
     ctx: CFRAGContext, question: str, scored: dict[str, list[str]] | None, kinds: list[str], *, attempt: int
-) -> list[dict]:
+) -> list[Counterfactual]:
     """Candidate q' per type: the ``attempt``-th best scored edit, or generated rewrites (judge="generate")."""
     if scored is None:
         return rewrites(ctx, question, kinds, attempt=attempt)
@@ -342,7 +352,7 @@ def cluster_and_sample(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dic
     }
 
 
-def path_evidence(llm, ctx: CFRAGContext, question: str, docs: list[Document]) -> list[Document]:
+def path_evidence(llm: LLM, ctx: CFRAGContext, question: str, docs: list[Document]) -> list[Document]:
     """The best-ranked passages of a path that fit its hypothesis prompt with the rationale's room."""
     return fit(llm, docs, lambda ds: hypothesis_prompt(question, ds), reply_tokens=ctx.hypothesis_tokens)
 
@@ -367,7 +377,7 @@ def pool_answers(ctx: CFRAGContext, question: str, pool: list[Document], read: d
 
 # --------------------------------------------------------------------------- Eq. 8 hypotheses
 @traced
-def hypothesize(task: HypothesisTask, runtime: Runtime[CFRAGContext]) -> dict:
+def hypothesize(state: HypothesisTask, runtime: Runtime[CFRAGContext]) -> dict:
     """(a_j, r_j) = H(q, E_j): one reasoning path, run as its own ``Send`` branch.
 
     Scored: the path answers with the candidate its sample supports most reliably (:func:`~causalrag.nodes.
@@ -376,35 +386,40 @@ def hypothesize(task: HypothesisTask, runtime: Runtime[CFRAGContext]) -> dict:
     follows the 270M model's blend of a conflicting sample, which on the robustness suite's dev half gave
     the two answer-swapped passages' answer on 9 of 12 questions whose pool held 3 correct ones."""
     ctx = context(runtime)
-    docs = list(task.get("documents") or [])
-    candidates = list(task.get("candidates") or [])
+    docs = list(state.get("documents") or [])
+    candidates = list(state.get("candidates") or [])
     # scored: the path's answer is a choice among the pool's answers, its rationale the passage stating it
     if candidates and docs:
-        choice = read_jointly(llm_of(ctx), [question_of(task)], [docs], [candidates])[0]
-        read = task.get("read") or {}
+        choice = read_jointly(llm_of(ctx), [question_of(state)], [docs], [candidates])[0]
+        read = state.get("read") or {}
         scores = reliability(confirmations(candidates, [Reading(**read[d.id]) for d in docs if d.id in read]), choice)
         best = max(range(len(candidates)), key=scores.__getitem__)
         answer = candidates[best]
         stating = [d for d in docs if mentions(answer, passage_text(d))]
-        hypothesis = {"index": task["index"], "answer": answer, "probability": round(choice.probs[best], 4),
-                      "rationale": passage_text(stating[0]) if stating else "", "raw": "",
-                      "evidence": [d.metadata.get("title", "") for d in docs]}
+        hypothesis: Hypothesis = {
+            "index": state["index"],
+            "answer": answer,
+            "probability": round(choice.probs[best], 4),
+            "rationale": passage_text(stating[0]) if stating else "",
+            "raw": "",
+            "evidence": [d.metadata.get("title", "") for d in docs],
+        }
         emit(runtime, "hypothesis", "hypothesize", **{k: v for k, v in hypothesis.items() if k != "raw"})
-        return {"hypotheses": [hypothesis], "trace": [{"path": task["index"], "choice": choice.as_dict(),
+        return {"hypotheses": [hypothesis], "trace": [{"path": state["index"], "choice": choice.as_dict(),
                                                        "reliability": [round(x, 4) for x in scores]}]}
-    docs = path_evidence(llm_of(ctx), ctx, question_of(task), docs)
-    prompt = hypothesis_prompt(question_of(task), docs)
+    docs = path_evidence(llm_of(ctx), ctx, question_of(state), docs)
+    prompt = hypothesis_prompt(question_of(state), docs)
     raw = llm_of(ctx).generate([prompt], max_new_tokens=ctx.hypothesis_tokens, stop=HYPOTHESIS_STOP)[0]
     raw_text = raw[0] if raw else ""
     answer, rationale = parse_hypothesis(raw_text)
-    hypothesis = {"index": task["index"], "answer": answer, "rationale": rationale, "raw": raw_text,
+    hypothesis = {"index": state["index"], "answer": answer, "rationale": rationale, "raw": raw_text,
                   "evidence": [d.metadata.get("title", "") for d in docs]}
     emit(runtime, "hypothesis", "hypothesize", **{k: v for k, v in hypothesis.items() if k != "raw"})
-    return {"hypotheses": [hypothesis], "trace": [{"path": task["index"], "fallback_empty_answer": int(not answer)}]}
+    return {"hypotheses": [hypothesis], "trace": [{"path": state["index"], "fallback_empty_answer": int(not answer)}]}
 
 
 # --------------------------------------------------------------------------- §4.2.2 arbitration
-def confidences(llm, question: str, hyps: list[dict], samples: list[list[Document]]) -> list[float]:
+def confidences(llm: LLM, question: str, hyps: list[Hypothesis], samples: list[list[Document]]) -> list[float]:
     """φ₃: geometric-mean token probability of each generated answer + rationale (one batched call)."""
     prefixes = [hypothesis_prompt(question, samples[h["index"]]) for h in hyps]
     return [float(np.exp(lp)) for lp in llm.logprob(prefixes, [h["raw"] for h in hyps], reduce="mean")]
@@ -440,7 +455,7 @@ def arbitrate(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
         if scored_judgment and len(distinct) > 1
         else None
     )
-    scored = []
+    scored: list[dict[str, Any]] = []  # each a ScoredHypothesis once its agreement is set below
     for j, h in enumerate(hyps):
         rows = [ids.index(d.id) for d in samples[h["index"]]]
         judged = list(range(len(ids))) if ctx.coherence == "pool" else rows
@@ -464,12 +479,13 @@ def arbitrate(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
             parts |= {"confidence": conf[j], "specificity": spec}
         scored.append({**{k: v for k, v in h.items() if k != "raw"}, **{k: round(v, 4) for k, v in parts.items()}})
     agree = cm.agreement(cm.answer_similarity(answers, answer_vecs @ answer_vecs.T), ctx.theta_agree)
-    for h, a in zip(scored, agree, strict=True):
-        h["agreement"] = round(float(a), 4)
-    ranked = sorted(scored, key=lambda h: (bool(h["answer"]), h["psi"]), reverse=True)
+    for row, a in zip(scored, agree, strict=True):
+        row["agreement"] = round(float(a), 4)
+    by_psi = sorted(scored, key=lambda row: (bool(row["answer"]), row["psi"]), reverse=True)
+    ranked = cast(list[ScoredHypothesis], by_psi)
     consensus = bool(ranked) and bool(ranked[0]["answer"]) and ranked[0]["agreement"] > ctx.consensus_share
-    for h in ranked:
-        emit(runtime, "score", "arbitrate", **h)
+    for best_first in ranked:
+        emit(runtime, "score", "arbitrate", **best_first)
     route = "accept" if consensus else "synthesize"
     emit(runtime, "route", "arbitrate", route=route, agreement=ranked[0]["agreement"] if ranked else 0.0)
     figures = {

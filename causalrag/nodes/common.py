@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from langchain_core.documents import Document
 from langgraph.config import get_config
@@ -38,7 +38,9 @@ if TYPE_CHECKING:  # annotations only: Chroma and BM25 load when a node first re
     from causalrag.tools.store import Store
 
 C = TypeVar("C", bound=RAGContext)
+"""A method's context: shared nodes take any method's (LangGraph checks a node's context against its graph's)."""
 T = TypeVar("T")
+N = TypeVar("N", bound=Callable[..., Any])
 DEFAULT_CONTEXT_KEY = "causalrag_context"
 
 
@@ -85,7 +87,7 @@ def judge_of(ctx: Any) -> str:
     return "score" if getattr(llm_of(ctx), "can_choose", False) else "generate"
 
 
-def question_of(state: RAGState) -> str:
+def question_of(state: Mapping[str, Any]) -> str:
     """The question as one clean line (bytes that were not UTF-8 and control characters made harmless)."""
     question = " ".join(readable(str(state.get("question") or "")).split())
     if not question:
@@ -107,7 +109,7 @@ def doc_json(doc: Document) -> dict:
     }
 
 
-def emit(runtime: Runtime, event_type: str, stage: str, **payload: Any) -> None:
+def emit(runtime: Runtime[Any], event_type: str, stage: str, **payload: Any) -> None:
     """Stream ``{"type", "stage", ...}`` to ``stream_mode="custom"`` (a no-op when nobody listens).
 
     A final answer (``event_type="answer"``) also reaches ``stream_mode="messages"`` as a message
@@ -135,7 +137,7 @@ def say(answer: str, stage: str) -> None:
         ReplyChatModel(reply=answer).invoke([], config={"metadata": {"causalrag_stage": stage}})
 
 
-def emit_evidence(runtime: Runtime, stage: str, documents: Sequence[Document], **payload: Any) -> None:
+def emit_evidence(runtime: Runtime[Any], stage: str, documents: Sequence[Document], **payload: Any) -> None:
     emit(runtime, "evidence", stage, documents=[doc_json(d) for d in documents], **payload)
 
 
@@ -155,11 +157,13 @@ def fit(
     return fitted.documents
 
 
-def traced(node: Callable[[Any, Runtime], Any]) -> Callable[[Any, Runtime], Any]:
-    """Record the node's wall time and LLM usage as one ``trace`` entry (and any passages the budget left out)."""
+def traced(node: N) -> N:
+    """Record the node's wall time and LLM usage as one ``trace`` entry (and any passages the budget left out).
+
+    The wrapper keeps the node's signature (its state and context types), so the graph checks them."""
 
     @functools.wraps(node)
-    def wrapper(state: Any, runtime: Runtime) -> Any:
+    def wrapper(state: Any, runtime: Runtime[Any]) -> Any:
         start = time.perf_counter()
         notes = _fitted.set([])
         try:
@@ -190,7 +194,7 @@ def traced(node: Callable[[Any, Runtime], Any]) -> Callable[[Any, Runtime], Any]
             return Command(update=update, goto=result.goto, graph=result.graph, resume=result.resume)
         return update
 
-    return wrapper
+    return cast(N, wrapper)
 
 
 def summarize_trace(trace: Sequence[dict]) -> dict:
@@ -202,7 +206,7 @@ def summarize_trace(trace: Sequence[dict]) -> dict:
 
 
 def stream_text(
-    runtime: Runtime, llm: Any, prompt: str, *, stage: str, max_new_tokens: int, stop: Sequence[str]
+    runtime: Runtime[Any], llm: Any, prompt: str, *, stage: str, max_new_tokens: int, stop: Sequence[str]
 ) -> str:
     """Generate one completion, each piece a ``token`` event (``stream_mode="custom"``) and a message
     chunk (``"messages"``: the model's chat-model view, so LangGraph sees a chat model stream)."""
@@ -262,7 +266,7 @@ def generate_parsed(
 
 # --------------------------------------------------------------------------- shared nodes
 @traced
-def retrieve(state: RAGState, runtime: Runtime[RAGContext]) -> dict:
+def retrieve(state: RAGState, runtime: Runtime[C]) -> dict[str, Any]:
     """Top-k passages for the question (dense, BM25 or hybrid, as the context says)."""
     ctx = context(runtime)
     docs = store_of(ctx).retrieve(question_of(state), ctx.k, mode=ctx.retrieval, ids=ctx.ids)
@@ -271,7 +275,7 @@ def retrieve(state: RAGState, runtime: Runtime[RAGContext]) -> dict:
 
 
 @traced
-def answer(state: RAGState, runtime: Runtime[RAGContext]) -> dict:
+def answer(state: RAGState, runtime: Runtime[C]) -> dict[str, Any]:
     """Short answer from the top-k ``documents`` (closed book when there are none), streamed token by token."""
     ctx = context(runtime)
     question, llm = question_of(state), llm_of(ctx)

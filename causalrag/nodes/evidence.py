@@ -45,7 +45,7 @@ from causalrag.text import (
     restates,
     same_answer,
 )
-from causalrag.tools.backends.base import Choice
+from causalrag.tools.backends.base import LLM, Choice
 
 
 def passage_text(doc: Document) -> str:
@@ -95,7 +95,7 @@ REPLY_ROOM = 32
 """Tokens kept for a scored option or a short written answer when a prompt is fitted to the window."""
 
 
-def alone(llm, question: str, docs: Sequence[Document]) -> list[Document]:
+def alone(llm: LLM, question: str, docs: Sequence[Document]) -> list[Document]:
     """Each passage as it fits a single-passage prompt (an overlong one trimmed, one that cannot fit emptied)."""
     fitted = [fit(llm, [d], lambda ds: answer_prompt(question, ds), reply_tokens=REPLY_ROOM) for d in docs]
     return [
@@ -104,12 +104,12 @@ def alone(llm, question: str, docs: Sequence[Document]) -> list[Document]:
     ]
 
 
-def together(llm, question: str, docs: Sequence[Document]) -> list[Document]:
+def together(llm: LLM, question: str, docs: Sequence[Document]) -> list[Document]:
     """The best-ranked passages that fit one prompt together (lower-ranked ones dropped)."""
     return fit(llm, list(docs), lambda ds: answer_prompt(question, ds), reply_tokens=REPLY_ROOM)
 
 
-def read_each(llm, question: str, docs: Sequence[Document], *, max_new_tokens: int = 16) -> list[Reading]:
+def read_each(llm: LLM, question: str, docs: Sequence[Document], *, max_new_tokens: int = 16) -> list[Reading]:
     """Every passage read alone (batched calls over all passages), then its relevance (one more call)."""
     docs = alone(llm, question, docs)
     readings = [Reading(None)] * len(docs)
@@ -135,7 +135,7 @@ def read_each(llm, question: str, docs: Sequence[Document], *, max_new_tokens: i
     return with_relevance(llm, question, docs, readings)
 
 
-def read_cached(llm, question: str, docs: Sequence[Document], read: dict) -> tuple[list[Reading], dict]:
+def read_cached(llm: LLM, question: str, docs: Sequence[Document], read: dict) -> tuple[list[Reading], dict]:
     """:func:`read_each` for the passages not in ``read`` (readings by passage id, as plain data); returns
     every passage's reading in order and the updated record, so each passage is read once per run."""
     read = dict(read)
@@ -145,7 +145,7 @@ def read_cached(llm, question: str, docs: Sequence[Document], read: dict) -> tup
     return [Reading(**read[d.id]) for d in docs], read
 
 
-def with_relevance(llm, question: str, docs: Sequence[Document], readings: Sequence[Reading]) -> list[Reading]:
+def with_relevance(llm: LLM, question: str, docs: Sequence[Document], readings: Sequence[Reading]) -> list[Reading]:
     """Each reading's relevance: its answer scored in its passage under the question minus under "N/A"."""
     asked = [i for i, r in enumerate(readings) if r.answer]
     if not asked:
@@ -202,7 +202,7 @@ def group_readings(readings: Sequence[Reading], labels: Sequence[str]) -> list[G
     return sorted(groups, key=lambda g: (-len(g.members), g.members[0]))
 
 
-def written_answer(llm, prompt: str, *, max_new_tokens: int = 24) -> str:
+def written_answer(llm: LLM, prompt: str, *, max_new_tokens: int = 24) -> str:
     """The model's own short answer to a prompt that holds every passage (standard RAG's reading):
     one more candidate, so a scored choice can always pick what the passages read together say."""
     out = llm.generate([prompt], max_new_tokens=max_new_tokens, stop=ANSWER_STOP)[0]
@@ -232,14 +232,14 @@ def confirmations(answers: Sequence[str], readings: Sequence[Reading]) -> list[i
 
 
 def read_jointly(
-    llm, questions: Sequence[str], contexts: Sequence[Sequence[Document]], options: Sequence[Sequence[str]]
+    llm: LLM, questions: Sequence[str], contexts: Sequence[Sequence[Document]], options: Sequence[Sequence[str]]
 ) -> list[Choice]:
     """Scored choices among fixed candidate answers, each given its passages together (one batched call)."""
     prompts = [answer_prompt(q, together(llm, q, docs)) for q, docs in zip(questions, contexts, strict=True)]
     return llm.choose(prompts, [list(o) for o in options])
 
 
-def support_matrix(llm, question: str, docs: Sequence[Document], answers: Sequence[str]) -> list[list[float]]:
+def support_matrix(llm: LLM, question: str, docs: Sequence[Document], answers: Sequence[str]) -> list[list[float]]:
     """P(answer | passage alone, question) for every passage × answer: which answer each passage supports."""
     if not docs or not answers:
         return [[] for _ in docs]
@@ -249,7 +249,7 @@ def support_matrix(llm, question: str, docs: Sequence[Document], answers: Sequen
     return [list(c.probs) for c in choices]
 
 
-def query_relevance(llm, docs: Sequence[Document], queries: Sequence[str]) -> np.ndarray:
+def query_relevance(llm: LLM, docs: Sequence[Document], queries: Sequence[str]) -> np.ndarray:
     """s(q, e) = σ(mean log p(q | e) − mean log p(q | no passage)) per token, for every passage × query.
 
     One batched ``logprob`` call. q is scored as the question asked of e in the single-passage

@@ -28,6 +28,7 @@ from causalrag.prompts.common import ANSWER_STOP, answer_prompt
 from causalrag.prompts.moi import question_continuation, saliency_prefix
 from causalrag.state.moi import MoIContext, MoIState
 from causalrag.text import clean_answer, normalize_answer
+from causalrag.tools.backends.base import LLM
 
 
 # --------------------------------------------------------------------------- stages as functions
@@ -53,7 +54,7 @@ def positions(ctx: MoIContext, n: int) -> int:
     return min(n, ctx.prefix) if ctx.prefix > 0 else n
 
 
-def within_window(llm, ctx: MoIContext, question: str, candidates: list[Document]) -> list[Document]:
+def within_window(llm: LLM, ctx: MoIContext, question: str, candidates: list[Document]) -> list[Document]:
     """Each candidate cut to its share of the window, so that any ordering of :func:`positions` of them
     fits one prompt (a share, not a ranked cut: every candidate must stay in the game for Eq. 4)."""
     m = max(1, positions(ctx, len(candidates)))
@@ -61,7 +62,9 @@ def within_window(llm, ctx: MoIContext, question: str, candidates: list[Document
     return [d for doc in candidates for d in fit(llm, [doc], share, reply_tokens=ctx.max_new_tokens)]
 
 
-def saliency(llm, question: str, candidates: list[Document], perms: list[Permutation]) -> tuple[list[float], float]:
+def saliency(
+    llm: LLM, question: str, candidates: list[Document], perms: list[Permutation]
+) -> tuple[list[float], float]:
     """s(π) = log p(q | π's passages) − log p(q) for every π, and log p(q): ONE batched ``logprob`` call."""
     prefixes = [saliency_prefix([candidates[i] for i in p]) for p in perms] + [saliency_prefix([])]
     scores = llm.logprob(prefixes, [question_continuation(question)] * len(prefixes))

@@ -36,7 +36,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from langchain_core.documents import Document
@@ -56,7 +57,7 @@ from causalrag.nodes.common import (
 )
 from causalrag.nodes.evidence import group_readings, read_cached, with_candidate, written_answer
 from causalrag.prompts import retro as prompts
-from causalrag.state.retro import RetroContext, RetroState
+from causalrag.state.retro import Consistency, RetroContext, RetroState, Round
 from causalrag.text import (
     clean_answer,
     f1_score,
@@ -66,7 +67,7 @@ from causalrag.text import (
     question_options,
     same_answer,
 )
-from causalrag.tools.backends.base import softmax
+from causalrag.tools.backends.base import LLM, softmax
 from causalrag.tools.encoders import cosine_matrix
 
 _CONNECTORS = {"of", "van", "von", "de", "der", "du", "la", "le", "the"}
@@ -91,7 +92,8 @@ def key_entities(question: str) -> list[str]:
     are capitalized in the questions of HotpotQA/2Wiki), skipping a capitalized question word.
     """
     words = re.findall(r"[\w'’.-]+|[^\w\s]", question)  # punctuation tokens end a run
-    entities, run = [], []
+    entities: list[str] = []
+    run: list[str] = []
     for i, word in enumerate(words):
         capital = word[:1].isupper() and not (i == 0 and word.lower() in _LEADING)
         if capital or (run and word.lower() in _CONNECTORS):
@@ -125,7 +127,7 @@ def calibrate(p: float, neutral: float) -> float:
     return 1 / (1 + math.exp(-logit))
 
 
-def judge(raw: float, neutral: float, agreement: float, mode: str) -> dict:
+def judge(raw: float, neutral: float, agreement: float, mode: str) -> Consistency:
     """One judgment: the raw and calibrated yes-probabilities, the text agreement, the score used."""
     cal = calibrate(raw, neutral)
     score = {"raw": raw, "calibrated": cal, "combined": 0.5 * (cal + agreement)}[mode]
@@ -180,16 +182,12 @@ def match_scores(ctx: RetroContext, query: str, texts: Sequence[str]) -> list[fl
     """
     if not texts:
         return []
-    llm = (
-        np.array(llm_of(ctx).yes_probability([prompts.relevance_prompt(t, query) for t in texts]))
-        if ctx.matching != "dense"
-        else None
-    )
-    dense = cosine_matrix([query], list(texts))[0].astype(float) if ctx.matching != "llm" else None
-    if llm is None:
-        return dense.round(4).tolist()
-    if dense is None:
+    if ctx.matching == "dense":
+        return cosine_matrix([query], list(texts))[0].astype(float).round(4).tolist()
+    llm = np.array(llm_of(ctx).yes_probability([prompts.relevance_prompt(t, query) for t in texts]))
+    if ctx.matching == "llm":
         return llm.round(4).tolist()
+    dense = cosine_matrix([query], list(texts))[0].astype(float)
     return ((zscore(llm) + zscore(dense)) / 2).round(4).tolist()
 
 
@@ -297,8 +295,13 @@ def discover(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
 
 
 def _discovered(
-    state: RetroState, runtime: Runtime, ctx: RetroContext, judged: list[dict], previous: list[str], completion: str
-) -> dict:
+    state: RetroState,
+    runtime: Runtime[Any],
+    ctx: RetroContext,
+    judged: list[dict[str, Any]],
+    previous: list[str],
+    completion: str,
+) -> dict[str, Any]:
     """Keep the inferences that pass both gates, merge with E_i^(L-1), score against q with S_e, keep the top K."""
     passed = [
         j["fact"] for j in judged if j["qr"]["score"] > ctx.gate_threshold and j["ra"]["score"] > ctx.gate_threshold
@@ -328,7 +331,7 @@ def _discovered(
     }
 
 
-def scored_gates(llm, facts: Sequence[str], sources: Sequence[Document], matching: str) -> list[dict]:
+def scored_gates(llm: LLM, facts: Sequence[str], sources: Sequence[Document], matching: str) -> list[dict]:
     """s_ra and s_qr of every inference as likelihood gains over a content-free input, in one ``choose`` call.
 
     s_ra: the inference read after its best source passage vs after "N/A"; s_qr: the matching query
@@ -398,7 +401,7 @@ def answer_from_evidence(state: RetroState, runtime: Runtime[RetroContext]) -> d
 
 
 def scored_answer(
-    state: RetroState, runtime: Runtime, ctx: RetroContext, sources: list[Document], facts: list[str]
+    state: RetroState, runtime: Runtime[Any], ctx: RetroContext, sources: list[Document], facts: list[str]
 ) -> dict:
     """a: the scored choice under M_D among the answers the sources give read alone (each passage is
     read once per run and remembered in ``read``) and M_D's own greedy answer over E_s and E_i (a
@@ -452,7 +455,7 @@ def scored_answer(
     }
 
 
-def consistency_mass(final: str, choice: dict) -> float:
+def consistency_mass(final: str, choice: Mapping[str, Any]) -> float:
     """s_sc (scored): the choice's probability on answers that agree with a."""
     return float(
         sum(p for o, p in zip(choice.get("options", []), choice.get("probs", []), strict=True) if same_answer(o, final))
@@ -471,8 +474,9 @@ def check(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
     iteration = state.get("iteration", 1)
     if judge_of(ctx) == "score":
         mass = consistency_mass(final, state.get("sc_choice") or {}) if normalize_answer(final) else 0.0
-        verdict = {"raw": None, "calibrated": None, "agreement": round(answer_agreement(final, sc_answer), 4),
-                   "score": round(mass, 4), "uninformative": False, "scored": True}
+        agreement = round(answer_agreement(final, sc_answer), 4)
+        verdict: Consistency = {"raw": None, "calibrated": None, "agreement": agreement,
+                                "score": round(mass, 4), "uninformative": False, "scored": True}
     elif normalize_answer(final) and normalize_answer(sc_answer):
         raw, neutral = llm_of(ctx).yes_probability([
             prompts.consistency_prompt(question, final, sc_answer),
@@ -487,7 +491,7 @@ def check(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
     output = last_answer(final, score, sc_answer, state.get("rounds") or []) if reason else final
     if reason:
         emit(runtime, "answer", "final", answer=output, iteration=iteration, reason=reason)
-    record = {
+    record: Round = {
         "iteration": iteration,
         "query": state.get("search_query", question),
         "evidence": [d.metadata.get("title", d.id) for d in state.get("source_evidence") or []],
@@ -513,7 +517,7 @@ def check(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
     }
 
 
-def last_answer(final: str, score: float, sc_answer: str, rounds: list[dict]) -> str:
+def last_answer(final: str, score: float, sc_answer: str, rounds: Sequence[Round]) -> str:
     """The run's output when the loop stops: a consistent a as it is; when the budget ran out, the a of the
     most self-consistent iteration (the latest on ties). The paper leaves this open; later iterations
     read re-queried, less direct evidence, and its Figure 4 shows over-reasoning as they grow, so the

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from langchain_core.documents import Document
 
 from causalrag.prompts.common import format_passages
+from causalrag.state.cf_rag import ScoredHypothesis
 from causalrag.text import between, clean_answer, one_line
 
 # --------------------------------------------------------------------------- §4.1.1 / App. F
@@ -83,7 +84,7 @@ def parse_hypothesis(text: str) -> tuple[str, str]:
 SYNTHESIS_STOP = ("\n",)
 
 
-def synthesis_prompt(question: str, candidates: Sequence[dict], documents: Sequence[Document]) -> str:
+def synthesis_prompt(question: str, candidates: Sequence[ScoredHypothesis], documents: Sequence[Document]) -> str:
     """Combine the top-3 candidates (answer, Ψ, rationale) with the evidence into one answer (Eq. 12)."""
     lines = "\n".join(
         f"Candidate {i} (score {c['psi']:.2f}): {one_line(c['answer']) or '(none)'} because "

@@ -130,6 +130,16 @@ class ReadingRecord(TypedDict):
     how: str
 
 
+class ChoiceRecord(TypedDict):
+    """A scored choice among options as plain data (:meth:`causalrag.tools.backends.base.Choice.as_dict`)."""
+
+    options: list[str]
+    scores: list[float]
+    """Each option's log-probability (minus the content-free prompt's, when one was given)."""
+    probs: list[float]
+    """The scores normalized over the options."""
+
+
 class GroupRecord(TypedDict):
     """Sources (passage ids or labels) whose answers agree."""
 

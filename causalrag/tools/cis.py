@@ -32,6 +32,7 @@ from langchain_core.documents import Document
 
 from causalrag.config import settings
 from causalrag.prompts.cis import PRIOR_PREFIX, Form, passage_text, query_prefix
+from causalrag.tools.backends.base import LLM
 
 
 def text_key(text: str) -> str:
@@ -102,7 +103,7 @@ class CISScorer:
     callers can show that a second query recomputes nothing.
     """
 
-    def __init__(self, llm, *, form: Form = "qa", use_prior: bool = True, cache: PriorCache | None = None) -> None:
+    def __init__(self, llm: LLM, *, form: Form = "qa", use_prior: bool = True, cache: PriorCache | None = None) -> None:
         self.llm = llm
         self.form = form
         self.use_prior = use_prior
