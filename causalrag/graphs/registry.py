@@ -85,7 +85,7 @@ def parse_params(name: str, assignments: Sequence[str]) -> dict[str, Any]:
     return parse_assignments(name, get_method(name).context, assignments)
 
 
-def build_graph(name: str, *, checkpointer: Any = None, **params: Any) -> CompiledStateGraph:
+def build_graph(name: str, *, checkpointer: Any = None, **params: Any) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Compile method ``name``; ``params`` (and ``llm=``, ``store=``) become its default context.
 
     A ``context=`` passed to ``invoke``/``stream`` merges over these defaults for that run, field by

@@ -153,7 +153,7 @@ def with_relevance(llm: LLM, question: str, docs: Sequence[Document], readings: 
     docs = alone(llm, question, docs)
     gains = llm.choose(
         [answer_prompt(question, [docs[i]]) for i in asked],
-        [[readings[i].answer] for i in asked],
+        [[readings[i].answer or ""] for i in asked],  # every asked reading has an answer
         neutral=[answer_prompt(NEUTRAL_QUESTION, [docs[i]]) for i in asked],
     )
     out = list(readings)
@@ -185,18 +185,19 @@ def group_readings(readings: Sequence[Reading], labels: Sequence[str]) -> list[G
     groups: list[Group] = []
     spellings: list[list[str]] = []
     for i, (reading, label) in enumerate(zip(readings, labels, strict=True)):
-        if not reading.votes or not normalize_answer(reading.answer):
+        answer = reading.answer
+        if not reading.votes or answer is None or not normalize_answer(answer):
             continue
         home = next(
-            (g for g, names in enumerate(spellings) if any(same_answer(reading.answer, n) for n in names)), None
+            (g for g, names in enumerate(spellings) if any(same_answer(answer, n) for n in names)), None
         )
         if home is None:
-            groups.append(Group(reading.answer))
+            groups.append(Group(answer))
             spellings.append([])
             home = len(groups) - 1
         groups[home].sources.append(label)
         groups[home].members.append(i)
-        spellings[home].append(reading.answer)
+        spellings[home].append(answer)
     for group, names in zip(groups, spellings, strict=True):
         group.answer = max(names, key=lambda n: (names.count(n), len(n)))
     return sorted(groups, key=lambda g: (-len(g.members), g.members[0]))

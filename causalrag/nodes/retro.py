@@ -92,7 +92,7 @@ def key_entities(question: str) -> list[str]:
     are capitalized in the questions of HotpotQA/2Wiki), skipping a capitalized question word.
     """
     words = re.findall(r"[\w'’.-]+|[^\w\s]", question)  # punctuation tokens end a run
-    entities: list[str] = []
+    entities: list[list[str]] = []
     run: list[str] = []
     for i, word in enumerate(words):
         capital = word[:1].isupper() and not (i == 0 and word.lower() in _LEADING)
@@ -411,7 +411,7 @@ def scored_answer(
     held, read = read_cached(llm, question, sources, state.get("read") or {})
     direct = prompts.direct_prompt(question, sources, facts)
     options = question_options(question) or with_candidate(
-        [g.answer for g in group_readings(held, [d.id for d in sources])],
+        [g.answer for g in group_readings(held, [d.id or "" for d in sources])],
         written_answer(llm, direct, max_new_tokens=ctx.max_new_tokens),
         question,
     )
@@ -494,7 +494,7 @@ def check(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
     record: Round = {
         "iteration": iteration,
         "query": state.get("search_query", question),
-        "evidence": [d.metadata.get("title", d.id) for d in state.get("source_evidence") or []],
+        "evidence": [d.metadata.get("title", d.id or "") for d in state.get("source_evidence") or []],
         "inferential_evidence": list(state.get("inferential_evidence") or []),
         "answer": final, "reasoning": state.get("reasoning", ""), "sc_answer": sc_answer,
         "sc": verdict, "stop": reason,

@@ -40,8 +40,9 @@ class SourceReading(ReadingRecord):
 
 
 class AstuteState(TriageState):
-    internal: list[Document]
-    """I: passages the model wrote from its own memory (§3.3); empty when it abstained."""
+    """``internal`` (from :class:`~causalrag.state.base.TriageState`) is I: the passages the model wrote from its
+    own memory (§3.3), empty when it abstained."""
+
     pool: list[Document]
     """D₀ = E ⊕ I with their source labels (``metadata["label"]``), in prompt order (§3.4)."""
     groups: list[Group]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired, Self, TypedDict
 
 from langchain_core.documents import Document
 
@@ -170,6 +170,8 @@ class TriageState(RAGState):
     assessment: Assessment
     read: dict[str, ReadingRecord]
     """Each passage's reading alone, by id: read once per run, reused by every later step."""
+    internal: NotRequired[list[Document]]
+    """Passages the model wrote from its own memory, for a method that writes them (Astute RAG's I)."""
 
 
 @dataclass(kw_only=True)
