@@ -15,9 +15,10 @@ import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from langgraph.checkpoint.base import BaseCheckpointSaver
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointMetadata
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from causalrag.config import settings
@@ -143,23 +144,23 @@ async def server_checkpointer() -> AsyncIterator[Any]:
         yield saver
 
 
-def _json_only(metadata: dict) -> dict:
+def _json_only(metadata: CheckpointMetadata) -> CheckpointMetadata:
     """``metadata`` without the values that are not JSON (objects bound in the run's config)."""
     import json
 
-    kept = {}
+    kept: dict[str, Any] = {}
     for key, value in metadata.items():
         try:
             json.dumps(value)
         except (TypeError, ValueError):
             continue
         kept[key] = value
-    return kept
+    return cast(CheckpointMetadata, kept)  # the same keys, fewer of them
 
 
-def thread_config(thread: str, method: str | None = None) -> dict:
+def thread_config(thread: str, method: str | None = None) -> RunnableConfig:
     """Run config for ``thread``; the method name rides in the checkpoint metadata for ``history``."""
-    config: dict = {"configurable": {"thread_id": thread}}
+    config: RunnableConfig = {"configurable": {"thread_id": thread}}
     if method:
         config["metadata"] = {"method": method}
     return config
@@ -173,6 +174,6 @@ def thread_method(saver: BaseCheckpointSaver, thread: str) -> str:
             f"Thread {thread!r} has no stored steps: run `causalrag ask QUESTION --thread {thread}` first."
         )
     method = (latest.metadata or {}).get("method")
-    if not method:
+    if not method or not isinstance(method, str):
         raise CausalRAGError(f"Thread {thread!r} was not stored by causalrag: use another thread id.")
     return method

@@ -10,6 +10,7 @@ import json
 from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
+from typing import Any
 
 from causalrag.config import DEMO_COLLECTION, Settings, settings
 from causalrag.tools.store import Passage, Store
@@ -43,7 +44,7 @@ def demo_passages() -> list[Passage]:
     return list({p.id: p for p in rows}.values())
 
 
-def open_store(collection: str = DEMO_COLLECTION, **kwargs) -> Store:
+def open_store(collection: str = DEMO_COLLECTION, **kwargs: Any) -> Store:
     """A store for ``collection``; the demo collection is filled from the bundled corpus when needed."""
     store = Store(collection, **kwargs)
     if collection == DEMO_COLLECTION:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qsl
 
 from causalrag.corpus import DATA
@@ -106,11 +107,11 @@ def load_conflict(path: Path = CONFLICT) -> list[Example]:
 
 
 # --------------------------------------------------------------------------- RGB
-def _texts(value) -> list[str]:
+def _texts(value: Any) -> list[str]:
     return [str(v) for v in (value if isinstance(value, list) else [value] if value else [])]
 
 
-def rgb_answers(value) -> list[str]:
+def rgb_answers(value: Any) -> list[str]:
     """RGB's ``answer``: alternatives (``["a", "b"]``) or, for multi-part answers, a list of parts with
     alternatives each (``[["a", "A"], ["b"]]``); a multi-part answer is scored on its first part."""
     values = value if isinstance(value, list) else [value]

@@ -34,6 +34,8 @@ import re
 import string
 from collections.abc import Sequence
 
+from langchain_core.documents import Document
+
 from causalrag.eval.datasets import Example
 from causalrag.eval.metrics import containment, normalize_answer
 from causalrag.text import question_options
@@ -61,7 +63,7 @@ _PUNCT = re.escape(string.punctuation)
 _NUMBER = re.compile(r"\d[\d,]*")
 
 
-def is_injected(passage_or_doc) -> bool:
+def is_injected(passage_or_doc: Passage | Document) -> bool:
     """True for a passage (or retrieved ``Document``) made by this module."""
     source = getattr(passage_or_doc, "source", None) or getattr(passage_or_doc, "metadata", {}).get("source")
     return source == INJECTED

@@ -37,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from causalrag.errors import (
     BackendUnavailableError,
@@ -54,7 +54,7 @@ from causalrag.eval.conditions import load_examples
 from causalrag.eval.datasets import Example
 from causalrag.eval.inject import asserted_answers, is_injected, with_distractors
 from causalrag.eval.metrics import answer_scores, containment, ndcg_at_k, recall_at_k
-from causalrag.eval.settings import CachedEmbeddings, Pools, gold_ids
+from causalrag.eval.settings import CachedEmbeddings, Pools, Setting, gold_ids
 
 RESULTS = "results.jsonl"
 CONFIG = "config.json"
@@ -431,8 +431,9 @@ def run_eval(
             asked = {ex.id for ex in examples}
             rest = [ex for ex in dataset if ex.id not in asked]
             retrieving = any(get_method(m).retrieves for m in config.methods)
+            setting = cast(Setting, config.setting)  # Pools rejects any other value in one sentence
             pools = (
-                Pools(config.setting, pooled, embeddings, collection=config.collection, background=rest)
+                Pools(setting, pooled, embeddings, collection=config.collection, background=rest)
                 if retrieving
                 else _NoPools()
             )

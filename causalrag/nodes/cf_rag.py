@@ -83,6 +83,7 @@ from causalrag.state.cf_rag import (
 from causalrag.text import answer_spans, clean_answer, mentions, normalize_answer, question_options, same_answer
 from causalrag.tools.backends.base import LLM
 from causalrag.tools.encoders import embed
+from causalrag.tools.store import stored_id
 
 REGENERATE_TEMPERATURE = 0.8
 QUICK_ANSWER_TOKENS = 16
@@ -279,8 +280,8 @@ def dialectical_retrieve(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> d
     union: dict[str, Document] = {}
     for i, query in enumerate(queries):
         for doc in store.retrieve(query, ctx.k, mode=ctx.retrieval, ids=ctx.ids):
-            if doc.id not in union:
-                union[doc.id] = Document(
+            if (key := stored_id(doc)) not in union:
+                union[key] = Document(
                     id=doc.id, page_content=doc.page_content, metadata={**doc.metadata, "query": i}
                 )
     llm, question = llm_of(ctx), question_of(state)

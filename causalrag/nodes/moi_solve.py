@@ -138,6 +138,12 @@ def solve_position_bias(
         value = float(err @ err / m + ridge * (np.sum((w - w0) ** 2) + u @ u / n))
         return value, np.concatenate([grad_w, grad_u])
 
+    def excess_weight(x: np.ndarray) -> float:  # Σ w − 1, held at zero
+        return x[:width].sum() - 1.0
+
+    def excess_weight_grad(x: np.ndarray) -> np.ndarray:
+        return np.r_[np.ones(width), np.zeros(n)]
+
     if width == 1:  # one position: Eq. 4 reduces to u = the mean score (pointwise Bayes saliency)
         result_x, ok = np.concatenate([[1.0], u0]), True
     else:
@@ -147,16 +153,10 @@ def solve_position_bias(
             jac=True,
             method="SLSQP",
             bounds=[(0.0, 1.0)] * width + [(None, None)] * n,
-            constraints=[
-                {
-                    "type": "eq",
-                    "fun": lambda x: x[:width].sum() - 1.0,
-                    "jac": lambda x: np.r_[np.ones(width), np.zeros(n)],
-                }
-            ],
+            constraints=[{"type": "eq", "fun": excess_weight, "jac": excess_weight_grad}],
             options={"maxiter": 500, "ftol": 1e-10},
         )
-        ok = bool(result.success) and np.all(np.isfinite(result.x))
+        ok = bool(result.success) and bool(np.all(np.isfinite(result.x)))
         result_x = result.x if ok else np.concatenate([w0, u0])
     w = np.clip(result_x[:width], 0.0, None)
     w = w / w.sum()

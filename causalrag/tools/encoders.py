@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
+import numpy.typing as npt
 from langchain_core.embeddings import Embeddings
 
 from causalrag.config import settings
@@ -61,9 +62,9 @@ _models: dict[int, Embeddings] = {}  # holds each model whose id keys the memo, 
 _memo_lock = threading.Lock()
 
 
-def unit_rows(vectors) -> np.ndarray:
-    vectors = np.asarray(vectors, dtype=np.float32)
-    return vectors / np.clip(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12, None)
+def unit_rows(vectors: npt.ArrayLike) -> np.ndarray:
+    rows = np.asarray(vectors, dtype=np.float32)
+    return rows / np.clip(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12, None)
 
 
 def embed(texts: Sequence[str], embeddings: Embeddings | None = None) -> np.ndarray:

@@ -23,11 +23,11 @@ import logging
 import os
 import re
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar, cast
 
 import numpy as np
 from langchain_core.documents import Document
@@ -45,7 +45,15 @@ from causalrag.text import readable
 from causalrag.tools.chroma_files import check_database, check_vector_indexes, chroma_panic, damage_in
 from causalrag.tools.lexical import LexicalIndex, SharedIndex, index_name
 
+if TYPE_CHECKING:
+    from chromadb.api import ClientAPI
+    from chromadb.api.models.Collection import Collection
+    from chromadb.api.types import Include
+    from langchain_chroma import Chroma
+
 log = logging.getLogger(__name__)
+P = ParamSpec("P")
+T = TypeVar("T")
 
 Mode = Literal["dense", "bm25", "hybrid"]
 TEXT_SUFFIXES = {".txt", ".md"}
@@ -68,7 +76,7 @@ class Passage:
         return hashlib.sha1(f"{self.title}\n{self.text}".encode()).hexdigest()[:16]
 
     def to_document(self, score: float | None = None) -> Document:
-        meta = {"title": self.title, "source": self.source}
+        meta: dict[str, str | float] = {"title": self.title, "source": self.source}
         if score is not None:
             meta["score"] = float(score)
         return Document(id=self.id, page_content=self.text, metadata=meta)
@@ -176,8 +184,8 @@ def read_passages(paths: Iterable[str | Path], words: int = 100) -> tuple[list[P
             report.files += 1
             report.sources.append(found[0].source)
             passages += found
-    for path, reason in report.skipped:
-        log.warning("Skipped %s: %s.", path, reason)
+    for where, reason in report.skipped:
+        log.warning("Skipped %s: %s.", where, reason)
     report.passages = len(passages)
     return passages, report
 
@@ -254,7 +262,7 @@ def _client(
     tenant: str = "default_tenant",
     database: str = "default_database",
     headers: tuple[tuple[str, str], ...] = (),
-):
+) -> ClientAPI:
     import chromadb
 
     if kind == "http":
@@ -282,11 +290,11 @@ def _client(
         raise
 
 
-def _reported(method):
+def _reported(method: Callable[Concatenate[Store, P], T]) -> Callable[Concatenate[Store, P], T]:
     """Chroma failures a person can act on become one sentence: a server that went away, a damaged database."""
 
     @functools.wraps(method)
-    def wrapper(self: Store, *args, **kwargs):
+    def wrapper(self: Store, /, *args: P.args, **kwargs: P.kwargs) -> T:
         try:
             return method(self, *args, **kwargs)
         except CausalRAGError:
@@ -310,6 +318,11 @@ def _reported(method):
             raise
 
     return wrapper
+
+
+def stored_id(doc: Document) -> str:
+    """The id of a passage read from a :class:`Store` (each carries the id it is stored under)."""
+    return cast(str, doc.id)
 
 
 class Store:
@@ -347,7 +360,7 @@ class Store:
         self.headers = dict(s.chroma_headers if headers is None and self.kind == "http" else headers or {})
         self.collection = collection
         self._embeddings = embeddings
-        self._vectorstore = None
+        self._vectorstore: Chroma | None = None
         folder = self._lexical_folder()
         self._lexical = SharedIndex(folder and folder / index_name(collection), legacy=folder and folder / collection)
 
@@ -369,7 +382,7 @@ class Store:
         return self._embeddings
 
     @property
-    def client(self):
+    def client(self) -> ClientAPI:
         if self.kind == "http":
             return _client(self.kind, self.where, self.tenant, self.database, tuple(sorted(self.headers.items())))
         return _client(self.kind, self.where)
@@ -379,7 +392,7 @@ class Store:
         return self.collection in {c if isinstance(c, str) else c.name for c in self.client.list_collections()}
 
     @property
-    def vectorstore(self):
+    def vectorstore(self) -> Chroma:
         """The ``langchain_chroma.Chroma`` vector store (e.g. ``store.vectorstore.as_retriever()``)."""
         if self._vectorstore is None:
             from langchain_chroma import Chroma
@@ -392,14 +405,14 @@ class Store:
             )
         return self._vectorstore
 
-    def _collection(self, *, create: bool = False):
+    def _collection(self, *, create: bool = False) -> Collection:
         if not create and not self.exists():
             where = self.where if self.kind != "persistent" else f"{self.where} (CAUSALRAG_HOME)"
             raise CollectionNotFoundError(self.collection, where)
         # langchain-chroma has no public call for precomputed embeddings or id-filtered queries
         return self.vectorstore._collection
 
-    def _for_writing(self, *, create: bool = False):
+    def _for_writing(self, *, create: bool = False) -> Collection:
         """The collection, once Chroma has applied its write log (``count`` does): a damaged log fails here,
         before rows are written into a log that cannot be read back."""
         collection = self._collection(create=create)
@@ -421,7 +434,7 @@ class Store:
             chunk = unique[start : start + 1000]
             have = set(collection.get(ids=[p.id for p in chunk], include=[])["ids"])
             new += [p for p in chunk if p.id not in have]
-        batches = range(0, len(new), batch_size)
+        batches: Iterable[int] = range(0, len(new), batch_size)
         if progress and new:
             from tqdm.auto import tqdm
 
@@ -431,7 +444,7 @@ class Store:
             vectors = self.embeddings.embed_documents([f"{p.title}\n{p.text}" if p.title else p.text for p in batch])
             collection.upsert(
                 ids=[p.id for p in batch],
-                embeddings=vectors,
+                embeddings=vectors,  # type: ignore[arg-type]  # chromadb's list[Sequence[float]] is invariant
                 documents=[p.text for p in batch],
                 metadatas=[{"title": p.title, "source": p.source} for p in batch],
             )
@@ -489,11 +502,12 @@ class Store:
             self._collection()  # a missing collection raises CollectionNotFoundError first
             raise EmptyCollectionError(self.collection)
 
-    def _read(self, include: list[str], ids: Sequence[str] | None = None) -> dict[str, list]:
+    def _read(self, include: Include, ids: Sequence[str] | None = None) -> dict[str, list[Any]]:
         """``collection.get`` of every passage (or of ``ids``) in pages of ``READ_PAGE`` rows: one get of a
         100k-passage collection fails in Chroma's SQLite with "too many SQL variables"."""
-        collection, got = self._collection(), {"ids": [], **{field: [] for field in include}}
-        pages = (
+        collection = self._collection()
+        got: dict[str, list[Any]] = {"ids": [], **{field: [] for field in include}}
+        pages: Iterable[Mapping[str, Any]] = (  # a list under every key asked for in ``include``
             (
                 collection.get(ids=list(ids[start : start + READ_PAGE]), include=include)
                 for start in range(0, len(ids), READ_PAGE)
@@ -533,8 +547,8 @@ class Store:
         n = min(k, len(ids) if ids is not None else collection.count())
         if n <= 0:
             return []
-        res = collection.query(
-            query_embeddings=[self.embeddings.embed_query(query)],
+        res: Mapping[str, Any] = collection.query(  # a list under every key asked for in ``include``
+            query_embeddings=[self.embeddings.embed_query(query)],  # type: ignore[arg-type]  # as upsert's embeddings
             n_results=n,
             ids=list(ids) if ids is not None else None,
             include=["documents", "metadatas", "distances"],
@@ -569,7 +583,7 @@ class Store:
         if ids is not None:  # a sub-pool (e.g. one question's paragraphs) is small: indexed on the spot
             pool = self.get(ids)
             scores = LexicalIndex.build(
-                [d.id for d in pool], [f"{d.metadata.get('title', '')} {d.page_content}" for d in pool]
+                [stored_id(d) for d in pool], [f"{d.metadata.get('title', '')} {d.page_content}" for d in pool]
             ).scores(query)
             top = np.argsort(-scores, kind="stable")[:k]
             found = [(pool[i], scores[i]) for i in top]
@@ -603,9 +617,10 @@ class Store:
             first: dict[str, Document] = {}
             for ranking in (self._dense(query, 4 * k, ids), self._bm25_search(query, 4 * k, ids)):
                 for rank, doc in enumerate(ranking):
-                    fused[doc.id] = fused.get(doc.id, 0.0) + 1.0 / (_RRF_K + rank + 1)
-                    first.setdefault(doc.id, doc)
-            best = sorted(fused, key=fused.get, reverse=True)[:k]
+                    key = stored_id(doc)
+                    fused[key] = fused.get(key, 0.0) + 1.0 / (_RRF_K + rank + 1)
+                    first.setdefault(key, doc)
+            best = sorted(fused, key=fused.__getitem__, reverse=True)[:k]
             docs = [
                 Document(id=i, page_content=first[i].page_content, metadata={**first[i].metadata, "score": fused[i]})
                 for i in best

@@ -28,8 +28,11 @@ class LLM(Protocol):
 
     name: str
     usage: Usage
-    context_window: int
-    """Most tokens one prompt plus its reply may take (prompts are fitted to it: ``causalrag.budget``)."""
+
+    @property
+    def context_window(self) -> int:
+        """Most tokens one prompt plus its reply may take (prompts are fitted to it: ``causalrag.budget``)."""
+        ...
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Tokens each text takes as a generation prompt (chat template included where one applies)."""
@@ -126,8 +129,11 @@ class Judge:
     """
 
     has_chat_template: bool = False
-    can_choose: bool = True
-    """Whether :meth:`choose` works with this instance (a chat server without its template cannot)."""
+
+    @property
+    def can_choose(self) -> bool:
+        """Whether :meth:`choose` works with this instance (a chat server without its template cannot)."""
+        return True
 
     def option_logprobs(self, prompts: Sequence[str], options: Sequence[Sequence[str]]) -> list[list[list[float]]]:
         """Per prompt, per option: token log-probs of the option as the reply (backends implement this)."""
@@ -158,11 +164,11 @@ class Judge:
         """
         if len(options) != len(prompts) or (neutral is not None and len(neutral) != len(prompts)):
             raise ValueError("choose needs one option list (and one neutral prompt, when given) per prompt.")
-        options = [tuple(str(o) for o in opts) for opts in options]
+        listed = [tuple(str(o) for o in opts) for opts in options]
         asked = list(prompts) + list(neutral or ())
-        per_token = self.option_logprobs(asked, options + (options if neutral is not None else []))
+        per_token = self.option_logprobs(asked, listed + (listed if neutral is not None else []))
         choices = []
-        for i, opts in enumerate(options):
+        for i, opts in enumerate(listed):
             scores = reduce_logprobs(per_token[i], reduce)
             if neutral is not None:
                 scores = [

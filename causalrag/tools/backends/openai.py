@@ -26,7 +26,7 @@ import math
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 import httpx
 from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential
@@ -47,6 +47,8 @@ from causalrag.tools.usage import Usage, record
 
 T = TypeVar("T")
 R = TypeVar("R")
+Api = Literal["chat", "completions"]
+"""The server API a client speaks: chat messages, or plain completions (which can score replies)."""
 
 RETRY_STATUS = {408, 429, 500, 502, 503, 504}
 ECHO = "prompt log-probabilities (completions with echo=true and logprobs)"
@@ -73,7 +75,7 @@ class OpenAILLM(Judge):
         base_url: str,
         model: str | None = None,
         *,
-        api: Literal["chat", "completions"] = "chat",
+        api: Api = "chat",
         api_key: str | None = None,
         timeout: float = 120.0,
         max_concurrency: int = 4,
@@ -118,12 +120,12 @@ class OpenAILLM(Judge):
         return cls(
             s.openai_url,
             s.openai_model or model,
-            api=s.openai_api,
+            api=cast(Api, s.openai_api),  # __init__ rejects any other value with a clear error
             api_key=s.openai_key,
             chat_template=template,
             context_window=s.openai_context,
             max_concurrency=s.openai_concurrency,
-        )  # type: ignore[arg-type]
+        )
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Estimated from the text's length: the OpenAI API has no tokenize call, and the estimate errs long."""
