@@ -12,8 +12,9 @@ import os
 import re
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 from rich.console import Console
@@ -23,6 +24,13 @@ from rich.text import Text
 import causalrag  # first: it sets the offline environment
 from causalrag.config import DEMO_COLLECTION
 from causalrag.errors import CausalRAGError
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
+
+    from causalrag.prompts.cis import Form
+    from causalrag.state.base import RAGContext
+    from causalrag.tools.store import Mode
 
 app = typer.Typer(
     add_completion=False,
@@ -45,7 +53,7 @@ ParamOpt = Annotated[list[str], typer.Option("--param", "-p", help="Method param
 # --------------------------------------------------------------------------- helpers
 def _context(
     method: str, collection: str, model: str | None, params: list[str], backend: str | None = None, **fixed: Any
-):
+) -> RAGContext:
     from causalrag.api import make_context, parse_params
     from causalrag.config import settings
     from causalrag.tools.llm import load_llm
@@ -128,7 +136,13 @@ def print_event(event: dict) -> None:
 
 
 def run_graph(
-    method: str, question: str | None, ctx: Any, *, stream: bool, checkpointer: Any = None, config: dict | None = None
+    method: str,
+    question: str | None,
+    ctx: Any,
+    *,
+    stream: bool,
+    checkpointer: Any = None,
+    config: RunnableConfig | None = None,
 ) -> dict:
     """Invoke (or stream, printing as events arrive) and return the final state.
 
@@ -139,12 +153,16 @@ def run_graph(
     if not stream:
         return graph.invoke(inputs, config, context=ctx)
     final: dict = {}
-    for mode, chunk in graph.stream(inputs, config, context=ctx, stream_mode=["updates", "custom", "values"]):
+    events = graph.stream(inputs, config, context=ctx, stream_mode=["updates", "custom", "values"])
+    # with a list of stream modes every event is a (mode, chunk) pair; langgraph's return type does not say so
+    for mode, chunk in cast(Iterator[tuple[str, Any]], events):
         if mode == "custom":
             print_event(chunk)
         elif mode == "updates":
             for node, update in chunk.items():
-                spent = next((e for e in (update or {}).get("trace", []) if e.get("node") == node), {})
+                spent: dict[str, Any] = next(
+                    (e for e in (update or {}).get("trace", []) if e.get("node") == node), {}
+                )
                 out.print(f"\n[dim]✓ {node} ({spent.get('seconds', 0):.1f}s, {spent.get('llm_calls', 0)} LLM calls)[/]")
         else:
             final = chunk
@@ -235,7 +253,7 @@ def ask(
     if not resume:
         question = question_text(read_question(question, question_file))
     with checkpointer() if thread else nullcontext() as saver:
-        if resume:
+        if resume and saver is not None and thread:  # --resume comes with a --thread (checked above)
             method = method or thread_method(saver, thread)
             question = None
         method = method or "standard_rag"
@@ -294,7 +312,7 @@ def draw(
     if out_file.suffix in (".png", ".mmd", ".mermaid"):
         out_file.parent.mkdir(parents=True, exist_ok=True)
     if out_file.suffix == ".png":
-        out_file.write_bytes(graph.draw_png())
+        out_file.write_bytes(graph.draw_png(None))  # no file: the PNG's bytes
     elif out_file.suffix in (".mmd", ".mermaid"):
         out_file.write_text(graph.draw_mermaid(), encoding="utf-8")
     else:
@@ -391,10 +409,11 @@ def distill_cis(
 
     asked = read_questions(questions)
     store = open_store(collection)
-    scorer = CISScorer(load_llm(model) if model else default_llm(), form=form)
+    # any form but "plain" is the qa form (prompts.cis.query_prefix); Store.retrieve rejects an unknown mode
+    scorer = CISScorer(load_llm(model) if model else default_llm(), form=cast("Form", form))
     config = DistillConfig(epochs=epochs, batch_size=batch_size, lr=lr, max_length=max_length, seed=seed)
     _, losses, pairs = distill_from_store(
-        scorer, store, asked, out_dir, n_candidates=n, retrieval=retrieval, config=config, resume=resume
+        scorer, store, asked, out_dir, n_candidates=n, retrieval=cast("Mode", retrieval), config=config, resume=resume
     )
     out.print(
         line(
@@ -597,7 +616,7 @@ def report(
             fallbacks.add_row(*row)
         out.print(fallbacks)
     written = [result.markdown, result.csv, *result.plots]
-    if paired:
+    if paired and against:  # a paired report is made only --against a baseline
         out.print(line((f"paired with {against}", "bold"), f" ({TERMINAL_LEGEND})"))
         for title, block in paired_blocks(paired.summary, against):
             table = Table(title=Text(title), box=box.SIMPLE)

@@ -40,6 +40,7 @@ Sampling happens in numpy on the copied logits (greedy, or pure temperature samp
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
 import os
 import threading
@@ -260,7 +261,7 @@ class LlamaCppLLM(Judge):
         # these types' dot products quantize the activations to 8 bits in blocks of 32
         q8_0 = matrix.tensor_type.name in ("Q8_0", "Q4_0", "Q5_0", "Q4_1", "Q5_1", "IQ4_NL")
 
-        def rows(ids: np.ndarray):
+        def rows(ids: np.ndarray) -> torch.Tensor:
             values = gguf.quants.dequantize(np.asarray(matrix.data[ids]), matrix.tensor_type)
             return torch.from_numpy(np.ascontiguousarray(values, dtype=np.float32).reshape(len(ids), -1))
 
@@ -392,7 +393,7 @@ class LlamaCppLLM(Judge):
                 j = 0
                 for i in range(n):
                     if batch.logits[i]:
-                        if hidden:
+                        if captured is not None:  # hidden states were asked for (and counted above)
                             use(start + i, captured[j])
                             j += 1
                         else:
@@ -428,18 +429,19 @@ class LlamaCppLLM(Judge):
             best.append((source, shared[source]))
         readers = Counter(s for s, n in best if n)
         sources = set(readers)
-        seqs: list[int | None] = [None] * len(rows)
+        placed: dict[int, int] = {}  # row → the sequence it runs in
         for r, (source, n) in enumerate(best):
             if n and readers[source] == 1:
-                seqs[r] = source
+                placed[r] = source
                 lib.llama_memory_seq_rm(memory, source, n, -1)
         free = sorted((s for s in range(self.n_seq) if s not in sources), key=self._used.__getitem__)
         for r, (source, n) in enumerate(best):
-            if seqs[r] is None:
-                seqs[r] = target = free.pop(0)
+            if r not in placed:
+                placed[r] = target = free.pop(0)
                 lib.llama_memory_seq_rm(memory, target, -1, -1)
                 if n:
                     lib.llama_memory_seq_cp(memory, source, target, 0, n)
+        seqs = [placed[r] for r in range(len(rows))]
         self._clock += 1
         for s in set(seqs) | sources:
             self._used[s] = self._clock
@@ -503,7 +505,8 @@ class LlamaCppLLM(Judge):
         plus ``extra`` each) fit the context."""
         budget = self.n_ctx - 16
         group: list[int] = []
-        used, previous = 0, []
+        used = 0
+        previous: list[int] = []
         for i in sorted(items, key=tokens):
             need = len(tokens(i)) + extra
             if need > budget:
@@ -553,6 +556,9 @@ class LlamaCppLLM(Judge):
             for r, _ in readers:  # rows with the same prompt (samples) draw one token each
                 picked[r] = self._pick(logits, temperature, rng)
 
+        def pick_step(rows: list[int], k: int, logits: np.ndarray) -> None:  # entry k of a step is row rows[k]
+            pick(logits, [(rows[k], 0)])
+
         with self._lock:
             try:
                 seqs = self._fill(prompts, [[len(p) - 1] for p in prompts], pick, reuse=reuse)
@@ -579,7 +585,7 @@ class LlamaCppLLM(Judge):
                         self._held[seqs[r]].append(token)
                     active = stepping
                     if step:
-                        self._decode(step, lambda k, v, rows=stepping: pick(v, [(rows[k], 0)]), keep=seqs)
+                        self._decode(step, functools.partial(pick_step, stepping), keep=seqs)
             except BaseException:
                 self.clear_cache()
                 raise
@@ -693,7 +699,7 @@ class LlamaCppLLM(Judge):
                 except BaseException:
                     self.clear_cache()
                     raise
-                if where:
+                if where and self.shortlist is not None:  # only a shortlist's scoring fills ``where``
                     for (i, p), lp in zip(where, self.shortlist.logprobs(np.stack(states), rows, where), strict=True):
                         result[i][p - len(heads[i])] = lp
         return result

@@ -34,6 +34,8 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from unittest.mock import patch
 
 from causalrag.config import settings
 from causalrag.errors import CausalRAGError, ModelNotFoundError
@@ -52,6 +54,10 @@ from causalrag.tools.coalesce import Coalescer
 from causalrag.tools.shortlist import SIZE, Shortlist, derivation_rows, derive, ranking, shortlist_wanted
 from causalrag.tools.usage import Usage, record
 
+if TYPE_CHECKING:
+    import torch
+    from transformers import Cache
+
 log = logging.getLogger(__name__)
 
 HEAD_MIN = 16
@@ -59,6 +65,8 @@ HEAD_MIN = 16
 HEAD_TOKENS = 16384
 """Tokens of heads kept (the bundled model's fp32 KV: ~37 KB a token, ~6 KB past its 512-token sliding
 window; a 7B model's bf16 KV ~57 KB a token, so ~1 GB at most)."""
+Head = tuple["Cache", "torch.Tensor"]
+"""A run head: its KV cache (batch of one) and the hidden state of its last token."""
 
 
 def shared_head(rows: Sequence[Sequence[int]], limit: int | None = None) -> int:
@@ -76,9 +84,9 @@ class HeadCache:
 
     def __init__(self, tokens: int = HEAD_TOKENS) -> None:
         self.tokens = tokens
-        self._entries: OrderedDict[tuple[int, ...], tuple] = OrderedDict()
+        self._entries: OrderedDict[tuple[int, ...], Head] = OrderedDict()
 
-    def longest(self, tokens: Sequence[int]) -> tuple[int, tuple | None]:
+    def longest(self, tokens: Sequence[int]) -> tuple[int, Head | None]:
         """The longest stored head that ``tokens`` start with: its length and (cache, last hidden state)."""
         found = max(
             (k for k in self._entries if len(k) <= len(tokens) and tuple(tokens[: len(k)]) == k), key=len, default=None
@@ -88,7 +96,7 @@ class HeadCache:
         self._entries.move_to_end(found)
         return len(found), self._entries[found]
 
-    def put(self, tokens: Sequence[int], value: tuple) -> None:
+    def put(self, tokens: Sequence[int], value: Head) -> None:
         self._entries[tuple(tokens)] = value
         self._entries.move_to_end(tuple(tokens))
         while len(self._entries) > 1 and sum(map(len, self._entries)) > self.tokens:
@@ -104,12 +112,8 @@ def one_gguf_parse() -> Iterator[None]:
     262k-entry vocabulary one field at a time is most of a conversion: parse each file once."""
     import gguf
 
-    original = gguf.GGUFReader
-    gguf.GGUFReader = functools.lru_cache(maxsize=2)(original)
-    try:
+    with patch.object(gguf, "GGUFReader", functools.lru_cache(maxsize=2)(gguf.GGUFReader)):
         yield
-    finally:
-        gguf.GGUFReader = original
 
 
 def plain_copy(gguf: Path, cache: Path) -> Path:
@@ -167,7 +171,7 @@ def model_location(spec: str | None) -> str:
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
-def pick_dtype(requested: str, device: str):
+def pick_dtype(requested: str, device: str) -> torch.dtype:
     """The weights' torch dtype: ``requested`` (``CAUSALRAG_DTYPE``), where ``auto`` is bf16 on CUDA
     and fp32 elsewhere (the answers every real-model test asserts; ``bfloat16`` on a CPU with native
     bf16 decodes ~1.6× faster and may change close choices, see docs/performance.md)."""
@@ -213,11 +217,13 @@ class TransformersLLM(Judge):
         hf_logging.disable_progress_bar()
         self._torch = torch
         self.device = pick_device(device or settings().device)
-        dtype = pick_dtype(dtype or settings().dtype, self.device)  # a bad value fails before any conversion
+        weights = pick_dtype(dtype or settings().dtype, self.device)  # a bad value fails before any conversion
         location = model_location(model)
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(location)
-            self.model = AutoModelForCausalLM.from_pretrained(location, dtype=dtype).to(self.device).eval()
+            loaded = AutoModelForCausalLM.from_pretrained(location, dtype=weights)
+            # transformers wraps PreTrainedModel.to in a decorator whose type loses the bound self
+            self.model = loaded.to(self.device).eval()  # type: ignore[arg-type]
         except (OSError, ValueError) as exc:
             raise ModelNotFoundError(model or location, type(exc).__name__) from exc
         self.name = Path(location).name.removesuffix("-plain") if model is None else str(model)
@@ -260,7 +266,7 @@ class TransformersLLM(Judge):
         total, count = torch.zeros(self.model.config.vocab_size, dtype=torch.float64, device=self.device), 0
         with self._lock, torch.inference_mode():
             for batch in self._chunks([len(r) for r in rows], range(len(rows))):
-                hidden = self._run([rows[i] for i in batch]).last_hidden_state
+                hidden, _ = self._run([rows[i] for i in batch])
                 states = torch.cat([hidden[b, : len(rows[i]) - 1] for b, i in enumerate(batch)])
                 for s in range(0, len(states), 64):
                     total += torch.softmax(self._logits(states[s : s + 64]), dim=-1).sum(0, dtype=torch.float64)
@@ -286,7 +292,8 @@ class TransformersLLM(Judge):
         """Apply the chat template when the model has one; base models take the prompt as it is."""
         if not self.has_chat_template:
             return prompt
-        return self.tokenizer.apply_chat_template(
+        # with tokenize=False the template renders text; transformers' return type does not overload on it
+        return self.tokenizer.apply_chat_template(  # type: ignore[return-value]
             [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
         )
 
@@ -458,13 +465,13 @@ class TransformersLLM(Judge):
         )
 
     # ---- scoring
-    def _logits(self, hidden):
+    def _logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Output-layer logits for a few hidden states (never the whole sequence × vocabulary)."""
         logits = self.model.get_output_embeddings()(hidden).float()
         cap = getattr(self.model.config, "final_logit_softcapping", None)
         return self._torch.tanh(logits / cap) * cap if cap else logits
 
-    def _token_logprobs(self, hidden, targets) -> list[float]:
+    def _token_logprobs(self, hidden: torch.Tensor, targets: torch.Tensor) -> list[float]:
         """log p(target | position) for rows of ``hidden``, in slices to bound the vocabulary-sized memory."""
         torch = self._torch
         out: list[float] = []
@@ -474,8 +481,9 @@ class TransformersLLM(Judge):
             out += logp.gather(1, targets[s : s + step, None])[:, 0].tolist()
         return out
 
-    def _run(self, ids: list[list[int]], **kwargs):
-        """One forward pass of the decoder over right-padded rows; returns last hidden states."""
+    def _run(self, ids: list[list[int]], **kwargs: Any) -> tuple[torch.Tensor, Cache | None]:
+        """One forward pass of the decoder over right-padded rows; returns the last hidden states, and the
+        KV cache when asked for (``use_cache=True``)."""
         torch = self._torch
         width = max(map(len, ids))
         pad = self.tokenizer.pad_token_id
@@ -488,19 +496,22 @@ class TransformersLLM(Judge):
             kwargs["position_ids"] = torch.arange(offset, offset + width, device=self.device)[None].expand(len(ids), -1)
         out = self.model.get_decoder()(input_ids=input_ids, attention_mask=mask, **kwargs)
         record(self.usage, Usage(prompt_tokens=int(sum(map(len, ids))), forward_passes=1))
-        return out
+        assert out.last_hidden_state is not None, "a decoder returns its hidden states"
+        return out.last_hidden_state, out.cache
 
-    def _head(self, tokens: list[int]):
+    def _head(self, tokens: list[int]) -> Head:
         """A fresh KV cache (batch of one) holding ``tokens`` and the last one's hidden state: the longest
         stored head they start with is extended by the rest, and the result stored as a head."""
         n, stored = self._heads.longest(tokens)
         if n < len(tokens):
-            out = self._run([tokens[n:]], cache=copy.deepcopy(stored[0]) if stored else None, use_cache=True)
-            stored = (out.cache, out.last_hidden_state[:, -1:])
+            hidden, cache = self._run([tokens[n:]], cache=copy.deepcopy(stored[0]) if stored else None, use_cache=True)
+            assert cache is not None, "use_cache=True returns the cache"
+            stored = (cache, hidden[:, -1:])
             self._heads.put(tokens, stored)
+        assert stored is not None, "a stored head holds every token, or one was just run"
         return copy.deepcopy(stored[0]), stored[1]
 
-    def _hidden(self, rows: list[list[int]], limit: int):
+    def _hidden(self, rows: list[list[int]], limit: int) -> tuple[torch.Tensor, int]:
         """Last hidden states of a batch of rows (right-padded) and the offset that maps a position to its column.
 
         The rows' shared head (at most ``limit`` tokens) comes from :meth:`_head`; the rest of each row
@@ -508,19 +519,23 @@ class TransformersLLM(Judge):
         """
         h = shared_head(rows, limit)
         if h < HEAD_MIN:
-            return self._run(rows).last_hidden_state, 0
+            return self._run(rows)[0], 0
         cache, last = self._head(rows[0][:h])
         cache.batch_repeat_interleave(len(rows))
-        hidden = self._run([r[h:] for r in rows], cache=cache, use_cache=True).last_hidden_state
+        hidden, _ = self._run([r[h:] for r in rows], cache=cache, use_cache=True)
         return self._torch.cat([last.expand(len(rows), -1, -1), hidden], dim=1), h - 1
 
     def _score_rows(self, seqs: list[list[int]], starts: list[int]) -> list[list[float]]:
         """log p of every token of each row from ``starts[r]`` on, given the tokens before it (one batch)."""
         hidden, offset = self._hidden(seqs, min(starts))
-        rows, cols, where = [], [], []
+        rows: list[int] = []
+        cols: list[int] = []
+        where: list[tuple[int, int]] = []
         for r, (seq, start) in enumerate(zip(seqs, starts, strict=True)):
             for pos in range(start, len(seq)):
-                rows.append(r), cols.append(pos - 1 - offset), where.append((r, pos))
+                rows.append(r)
+                cols.append(pos - 1 - offset)
+                where.append((r, pos))
         if self.shortlist is not None:
             lps = self.shortlist.logprobs(hidden[rows, cols], seqs, where)
         else:
