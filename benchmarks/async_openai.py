@@ -151,14 +151,14 @@ def main() -> None:
             inputs, configs = questions, [None] * len(questions)
 
         modes = {
-            "invoke": lambda: [graph.invoke(i, c) for i, c in zip(inputs, configs)],
+            "invoke": lambda: [graph.invoke(i, c) for i, c in zip(inputs, configs, strict=True)],
             "abatch": lambda: asyncio.run(graph.abatch(inputs, configs)),
             "batch": lambda: graph.batch(inputs, configs),
             "ainvoke": lambda: asyncio.run(one_by_one()),
         }
 
         async def one_by_one():
-            return [await graph.ainvoke(i, c) for i, c in zip(inputs, configs)]
+            return [await graph.ainvoke(i, c) for i, c in zip(inputs, configs, strict=True)]
 
         print(f"{args.method} ({params}), {len(questions)} HotpotQA questions, llama-cpp-python server ({args.threads} threads), "
               f"max_concurrency={args.concurrency}, load {os.getloadavg()[0]:.1f} at the start")
@@ -171,7 +171,7 @@ def main() -> None:
             states = modes[name]()
             seconds, answers = time.perf_counter() - start, [s["answer"] for s in states]
             base = base or (seconds, answers)
-            same = sum(a == b for a, b in zip(answers, base[1]))
+            same = sum(a == b for a, b in zip(answers, base[1], strict=True))
             print(f"{name:<9} {seconds:>8.1f} {base[0] / seconds:>8.2f}× {llm.most:>10} {llm.usage.calls - calls:>10}  {same}/{len(answers)}", flush=True)
         print(f"load {os.getloadavg()[0]:.1f} at the end")
 

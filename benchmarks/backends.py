@@ -96,7 +96,7 @@ def main() -> None:
     for name in names:  # one row as soon as it is measured
         row = rows[name] = measure(name, args.new_tokens, store)
         reference = rows.get("transformers")
-        same = f"{sum(a == b for a, b in zip(row['answers'], reference['answers']))}/{len(row['answers'])}" if reference else "–"
+        same = f"{sum(a == b for a, b in zip(row['answers'], reference['answers'], strict=True))}/{len(row['answers'])}" if reference else "–"
         print(f"{name:<14}" + "".join(f"{row[c]:>20.2f}" for c in columns) + f"{same:>14}", flush=True)
     reference = rows.get("transformers")
     if reference:
@@ -110,7 +110,7 @@ def main() -> None:
                 "standard_rag": reference["s/question"] / row["s/question"],
             }
             print(f"{name} vs transformers (goal >= 3x): " + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items()))
-            for q, ours, theirs in zip(demo_questions(), row["answers"], reference["answers"]):
+            for q, ours, theirs in zip(demo_questions(), row["answers"], reference["answers"], strict=False):
                 if ours != theirs:
                     print(f"  {q['id']}: transformers {theirs!r} vs {name} {ours!r}")
     for name, row in rows.items():

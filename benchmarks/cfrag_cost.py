@@ -58,7 +58,7 @@ def main() -> None:
         runs = {}
         for method in ("standard_rag", "cf_rag"):
             graph = build_graph(method, llm=llm, store=store)
-            state, seconds, usage = timed(lambda: graph.invoke({"question": ex.question}))
+            state, seconds, usage = timed(lambda graph=graph, ex=ex: graph.invoke({"question": ex.question}))
             runs[method] = (state, seconds, usage)
         state = runs["cf_rag"][0]
         cf_b, cf_s = batched_vs_sequential(

@@ -57,7 +57,7 @@ def main() -> None:
     folds = [pools[0::2], pools[1::2]]
     config = DistillConfig(epochs=args.epochs, seed=args.seed)
     for i, (train, held_out) in enumerate([(folds[0], folds[1]), (folds[1], folds[0])]):
-        pairs = [TrainingPair(p.example.question, passage_text(d), s) for p in train for d, s in zip(p.candidates, p.scores["cis"])]
+        pairs = [TrainingPair(p.example.question, passage_text(d), s) for p in train for d, s in zip(p.candidates, p.scores["cis"], strict=True)]
         reranker, losses = distill(pairs, out / f"fold{i}", config=config, resume=False, progress=False)
         print(f"fold {i}: trained on {len(pairs)} pairs, epoch losses {[round(x, 3) for x in losses]}")
         for p in held_out:

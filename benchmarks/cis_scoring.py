@@ -55,8 +55,8 @@ def main() -> None:
         scorer = CISScorer(llm, cache=PriorCache(Path(tempfile.mkdtemp()) / "prior.sqlite"))
         runs = {
             "naive loop (p(K) recomputed)": lambda: naive(first),
-            "batched, cold p(K) cache": lambda: [s.cis for s in scorer.score(first, docs)],
-            "batched, warm p(K) cache (2nd query)": lambda: [s.cis for s in scorer.score(second, docs)],
+            "batched, cold p(K) cache": lambda scorer=scorer: [s.cis for s in scorer.score(first, docs)],
+            "batched, warm p(K) cache (2nd query)": lambda scorer=scorer: [s.cis for s in scorer.score(second, docs)],
         }
         results = {}
         for name, fn in runs.items():
@@ -65,7 +65,7 @@ def main() -> None:
             results[name] = (values, usage)
         assert scorer.prior_computed == len(docs) and scorer.prior_hits == len(docs)
         batched = results["batched, cold p(K) cache"][0]
-        drift = max(abs(a - b) for a, b in zip(results["naive loop (p(K) recomputed)"][0], batched))
+        drift = max(abs(a - b) for a, b in zip(results["naive loop (p(K) recomputed)"][0], batched, strict=True))
 
     tokens = sum(len(llm.tokenizer(passage_text(d))["input_ids"]) for d in docs) / len(docs)
     print(f"{len(docs)} candidates of ~{tokens:.0f} tokens; QA prefix {len(llm.tokenizer(query_prefix(first))['input_ids'])} tokens")

@@ -119,7 +119,7 @@ def table(backend: str, rows: dict[str, dict[str, dict[str, float]]]) -> str:
             times += f" {rows[m][label]['seconds']:.2f} | {rows[m][label]['seconds'] / base['seconds']:.2f} |" if base else f" {rows[m][label]['seconds']:.2f} | – |"
         scores = " | ".join(" / ".join(f"{rows[m][label][k]:.2f}" for m in modes) for k in ("em", "f1", "acc"))
         answers = [rows[m][label]["answers"] for m in modes]
-        changed = sum(a != b for a, b in zip(answers[0], answers[-1]))
+        changed = sum(a != b for a, b in zip(answers[0], answers[-1], strict=True))
         errors = sum(rows[m][label]["errors"] for m in modes)
         lines.append(f"| {label} |{times} {r['llm_calls']:.1f} | {r['prompt_tokens']:.0f} | {r['new_tokens']:.0f} | {scores} | {errors:.0f} | {changed} |")
     return "\n".join(lines)

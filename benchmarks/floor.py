@@ -150,9 +150,9 @@ def measure(llm: LlamaCppLLM, methods: list[str], questions: int, modes: tuple[s
             before = counter.totals()
             config = EvalConfig(dataset="hotpotqa", methods=[method], limit=questions, params={method: registry()[method].cpu_params}, backend="llamacpp")
             results = run_eval(config, out / f"{mode}-{method}{'' if label == method else '-warm'}", llm=llm, progress=False)
-            counts = (now - then for now, then in zip(counter.totals(), before))
+            counts = (now - then for now, then in zip(counter.totals(), before, strict=True))
             row = rows[mode][label] = {"seconds": sum(r["wall_seconds"] for r in results) / questions}
-            row |= {k: v / questions for k, v in zip(FIGURES, counts)}
+            row |= {k: v / questions for k, v in zip(FIGURES, counts, strict=True)}
             row["answers"] = [r["prediction"] for r in results]
             print(f"  {mode} {label}: {row['seconds']:.2f} s/question ({machine()})", flush=True)
     switch(llm, "shortlist", kept)
@@ -188,7 +188,7 @@ def main() -> None:
     for label in first:
         for mode in modes:
             r, base = rows[mode][label], rows[mode]["standard_rag"]
-            changed = sum(a != b for a, b in zip(first[label]["answers"], r["answers"]))
+            changed = sum(a != b for a, b in zip(first[label]["answers"], r["answers"], strict=True))
             print(f"| {label} | {mode} | {r['seconds']:.2f} | {r['seconds'] / base['seconds']:.2f} | {r['decoding']:.2f} | {r['projecting']:.2f} | "
                   f"{r['seconds'] - r['decoding']:.2f} | {r['cells']:.0f} | "
                   f"{r['rows']:.0f} | {r['hidden_rows']:.0f} | {r['calls']:.0f} | "

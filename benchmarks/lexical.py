@@ -99,7 +99,7 @@ class HandWritten:
     def save(self, folder: Path) -> None:
         folder.mkdir(parents=True)
         m = self.matrix
-        for name, part in zip(self.PARTS, (self.ids, self.lengths, m.indptr, m.indices, m.data, self.vocab)):
+        for name, part in zip(self.PARTS, (self.ids, self.lengths, m.indptr, m.indices, m.data, self.vocab), strict=True):
             np.save(folder / f"{name}.npy", part)
 
     @classmethod
@@ -209,7 +209,7 @@ def main() -> None:
                 times.append(time.perf_counter() - start)
                 mine.append(best(scores))
             shared, shared0 = (sum(map(overlap, mine, reference)) / len(queries) for reference in (top, top0))
-            same = sum(a == b for a, b in zip(mine, top))
+            same = sum(a == b for a, b in zip(mine, top, strict=True))
             files = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 2**20
             held = subprocess.run([sys.executable, "-c", AFTER_LOAD, str(folder), name, str(Path(__file__).parent)],
                                   capture_output=True, text=True, check=True).stdout.strip()

@@ -98,7 +98,7 @@ def report(rows: dict[str, list[dict]], max_iterations: int) -> None:
     for name, found in rows.items():
         if not found:
             continue
-        mean = lambda key: statistics.mean(r[key] for r in found)  # noqa: E731
+        mean = lambda key, found=found: statistics.mean(r[key] for r in found)  # noqa: E731
         print(f"{name:<22}{len(found):>4}{100 * mean('em'):>7.1f}{100 * mean('f1'):>7.1f}{mean('llm_calls'):>9.1f}"
               f"{mean('new_tokens'):>10.1f}{mean('prompt_tokens'):>13.0f}{mean('seconds'):>8.1f}"
               + (f"  ({mean('seconds') / base:.1f}× standard_rag)" if base and name != "standard_rag" else ""))

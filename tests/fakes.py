@@ -54,11 +54,10 @@ class FakeLLM(Judge):
         self._cycles: dict[int, Iterator[str]] = {}
 
     def _reply(self, prompt: str) -> str:
-        for key, reply in self.rules:
-            if (re.search(key, prompt) if self.regex else key in prompt):
-                break
-        else:
-            reply = self.default
+        reply = next(
+            (reply for key, reply in self.rules if (re.search(key, prompt) if self.regex else key in prompt)),
+            self.default,
+        )
         if callable(reply):
             return reply(prompt)
         if isinstance(reply, list):
@@ -87,12 +86,12 @@ class FakeLLM(Judge):
         yield from re.findall(r"\s*\S+", text) or ([text] if text else [])  # an empty completion yields nothing, as on real backends
 
     def logprob(self, prefixes: Sequence[str], continuations: Sequence[str], *, reduce: str = "sum") -> list[float]:
-        self._check_window([p + c for p, c in zip(prefixes, continuations)])
-        self.scored += list(zip(prefixes, continuations))
+        self._check_window([p + c for p, c in zip(prefixes, continuations, strict=True)])
+        self.scored += list(zip(prefixes, continuations, strict=True))
         record(self.usage, Usage(calls=len(prefixes), forward_passes=1))
-        values = [self._logprob(p, c) for p, c in zip(prefixes, continuations)]
+        values = [self._logprob(p, c) for p, c in zip(prefixes, continuations, strict=True)]
         if reduce == "mean":
-            values = [v / max(1, len(c.split())) for v, c in zip(values, continuations)]
+            values = [v / max(1, len(c.split())) for v, c in zip(values, continuations, strict=True)]
         return values
 
     def yes_probability(self, prompts: Sequence[str]) -> list[float]:
@@ -103,12 +102,12 @@ class FakeLLM(Judge):
 
     def option_logprobs(self, prompts: Sequence[str], options: Sequence[Sequence[str]]) -> list[list[list[float]]]:
         """One pseudo token per word of the option, sharing the rule's log-prob evenly."""
-        self._check_window([p + " " + max(map(str, o), key=len, default="") for p, o in zip(prompts, options)])
-        self.choices += [(p, tuple(o)) for p, o in zip(prompts, options)]
+        self._check_window([p + " " + max(map(str, o), key=len, default="") for p, o in zip(prompts, options, strict=True)])
+        self.choices += [(p, tuple(o)) for p, o in zip(prompts, options, strict=True)]
         record(self.usage, Usage(calls=len(prompts), forward_passes=1))
         rule = self._option or self._logprob
         flat = []
-        for p, opts in zip(prompts, options):
+        for p, opts in zip(prompts, options, strict=True):
             for o in opts:
                 words = len(str(o).split())
                 flat.append([rule(p, o) / words] * words if words else [])

@@ -135,7 +135,7 @@ def test_known_wins_and_losses_give_the_delta_its_interval_and_p():
 
 def test_misled_is_compared_where_both_define_it():
     rows = duel([(1, 0)] * 4)
-    for r, m in zip(rows, [0.0, 1.0, 0.0, 1.0, None, 1.0, 0.0, 0.0]):  # pairs: (0,1) (0,1) (None,1) (0,0)
+    for r, m in zip(rows, [0.0, 1.0, 0.0, 1.0, None, 1.0, 0.0, 0.0], strict=True):  # pairs: (0,1) (0,1) (None,1) (0,0)
         r["misled"] = m
     e = cell(paired_summary(rows))
     assert e["n_misled"] == 3 and e["misled"] == 0.0 and e["base_misled"] == pytest.approx(2 / 3)

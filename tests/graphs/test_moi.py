@@ -26,7 +26,7 @@ def saliency(prefix: str, continuation: str) -> float:
     (primacy, as the paper's Fig. 6); every passage adds a little; no passages → -20."""
     lines = passage_lines(prefix)
     bias = [(len(lines) - i) / len(lines) for i in range(len(lines))]
-    return -20.0 + sum(b * (3.0 if "Canberra:" in line else 0.2) for b, line in zip(bias, lines))
+    return -20.0 + sum(b * (3.0 if "Canberra:" in line else 0.2) for b, line in zip(bias, lines, strict=True))
 
 
 def run(llm, store, **params):

@@ -54,7 +54,7 @@ def test_scoring_decodes_a_head_once_for_all_its_continuations(llm, monkeypatch)
     counts = decoded_tokens(llm, monkeypatch)
     together = llm.token_logprobs([head] * len(options), options)
     assert sum(counts) <= len(llm._tokens(head, start=True)) + sum(len(llm._tokens(o, start=False)) for o in options)
-    assert all(abs(a - b) < 0.5 for x, y in zip(alone, together) for a, b in zip(x, y))
+    assert all(abs(a - b) < 0.5 for x, y in zip(alone, together, strict=True) for a, b in zip(x, y, strict=True))
 
 
 def test_usage_counts_computed_prompt_tokens_and_relevance_scoring_feeds_the_readings(llm):
