@@ -74,7 +74,9 @@ def main() -> None:
                         "misled": containment(state["answer"], asserted),
                         "rounds": len(rounds),
                         "consolidation_fallbacks": sum(rounds),
-                        "select_fallbacks": sum(e.get("select_fallback", 0) + e.get("plain_answer_fallback", 0) for e in trace),
+                        "select_fallbacks": sum(
+                            e.get("select_fallback", 0) + e.get("plain_answer_fallback", 0) for e in trace
+                        ),
                         **summarize_trace(trace),
                     }
                 )
@@ -86,9 +88,15 @@ def main() -> None:
                     flush=True,
                 )
     n = len(examples[: args.n])
-    print(f"\n{n} questions, k={args.k}, seed={args.seed}, {time.perf_counter() - start:.0f} s in total, model {llm.name}\n")
-    print("| condition | method | accuracy (contains gold) | EM | misled | LLM calls/q | new tokens/q | s/q | calls × | s × "
-          "| consolidation fallbacks / rounds | selection fallbacks |")
+    print(
+        f"\n{n} questions, k={args.k}, seed={args.seed}, {time.perf_counter() - start:.0f} s in total, "
+        f"model {llm.name}\n"
+    )
+    print(
+        "| condition | method | accuracy (contains gold) | EM | misled | LLM calls/q | new tokens/q | s/q "
+        "| calls × | s × "
+        "| consolidation fallbacks / rounds | selection fallbacks |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for condition in ("all-misleading", "injected"):
         base = rows[condition, "standard_rag"]
@@ -96,7 +104,10 @@ def main() -> None:
         base_secs = sum(r["seconds"] for r in base) / n
         for label in METHODS:
             rs = rows[condition, label]
-            mean = {key: sum(r[key] for r in rs) / n for key in ("acc", "em", "misled", "llm_calls", "new_tokens", "seconds")}
+            mean = {
+                key: sum(r[key] for r in rs) / n
+                for key in ("acc", "em", "misled", "llm_calls", "new_tokens", "seconds")
+            }
             total = {key: sum(r[key] for r in rs) for key in ("rounds", "consolidation_fallbacks", "select_fallbacks")}
             print(
                 f"| {condition} | {label} | {100 * mean['acc']:.0f} % | {100 * mean['em']:.0f} % | "

@@ -68,11 +68,17 @@ def main() -> None:
         drift = max(abs(a - b) for a, b in zip(results["naive loop (p(K) recomputed)"][0], batched, strict=True))
 
     tokens = sum(len(llm.tokenizer(passage_text(d))["input_ids"]) for d in docs) / len(docs)
-    print(f"{len(docs)} candidates of ~{tokens:.0f} tokens; QA prefix {len(llm.tokenizer(query_prefix(first))['input_ids'])} tokens")
+    print(
+        f"{len(docs)} candidates of ~{tokens:.0f} tokens; "
+        f"QA prefix {len(llm.tokenizer(query_prefix(first))['input_ids'])} tokens"
+    )
     base = best["naive loop (p(K) recomputed)"]
     for name, rate in best.items():
         usage = results[name][1]
-        print(f"{name:>38}: {rate:6.2f} candidates/s  ×{rate / base:4.1f}  ({usage.prompt_tokens} tokens, {usage.forward_passes} forward passes)")
+        print(
+            f"{name:>38}: {rate:6.2f} candidates/s  ×{rate / base:4.1f}  "
+            f"({usage.prompt_tokens} tokens, {usage.forward_passes} forward passes)"
+        )
     print(f"max |CIS naive − CIS batched| = {drift:.4f} (same scores, batched/padded/KV-shared)")
 
 

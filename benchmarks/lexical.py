@@ -99,7 +99,9 @@ class HandWritten:
     def save(self, folder: Path) -> None:
         folder.mkdir(parents=True)
         m = self.matrix
-        for name, part in zip(self.PARTS, (self.ids, self.lengths, m.indptr, m.indices, m.data, self.vocab), strict=True):
+        for name, part in zip(
+            self.PARTS, (self.ids, self.lengths, m.indptr, m.indices, m.data, self.vocab), strict=True
+        ):
             np.save(folder / f"{name}.npy", part)
 
     @classmethod
@@ -221,12 +223,18 @@ def main() -> None:
           f"{'ε=0 overlap':>13}{'same top 10':>13}{'files MB':>10}{'new process MB':>16}")
     for name, s, mb, peak, times, shared, shared0, same, files, held in rows:
         t = [x * 1000 for x in times]
-        print(f"{name:<14}{s:>9.1f}{mb:>9.0f}{peak:>9.0f}{statistics.median(t):>8.1f}{percentile(t, 95):>8.1f}"
-              f"{shared:>9.3f}{shared0:>13.3f}{f'{same}/{len(queries)}':>13}{'' if files is None else f'{files:.0f}':>10}"
-              f"{held or '':>16}")
+        print(
+            f"{name:<14}{s:>9.1f}{mb:>9.0f}{peak:>9.0f}{statistics.median(t):>8.1f}{percentile(t, 95):>8.1f}"
+            f"{shared:>9.3f}{shared0:>13.3f}{f'{same}/{len(queries)}':>13}{'' if files is None else f'{files:.0f}':>10}"
+            f"{held or '':>16}"
+        )
     print(f"load average {os.getloadavg()}")
     print(f"{'HotpotQA-20 gold recall':<26}{'distractor @2':>14}{'@5':>6}{'open @2':>9}{'@5':>6}")
-    for name, kind in (("rank_bm25 (hand-written)", HandWritten), ("bm25s okapi", LexicalIndex), ("bm25s lucene", Lucene)):
+    for name, kind in (
+        ("rank_bm25 (hand-written)", HandWritten),
+        ("bm25s okapi", LexicalIndex),
+        ("bm25s lucene", Lucene),
+    ):
         found = [gold_recall(kind, k, setting) for setting in ("distractor", "open") for k in (2, 5)]
         print(f"{name:<26}{found[0]:>14.3f}{found[1]:>6.3f}{found[2]:>9.3f}{found[3]:>6.3f}")
 

@@ -184,12 +184,19 @@ def replay(llm, recorder: Recorder, k: int, sizes: list[int]) -> None:
             off = timed(0, lambda args=args, kwargs=kwargs: llm.yes_probability(*args, **kwargs))
             for size in sizes:
                 yes[size] += [
-                    abs(a - b) for a, b in zip(timed(size, lambda args=args, kwargs=kwargs: llm.yes_probability(*args, **kwargs)), off, strict=True)
+                    abs(a - b)
+                    for a, b in zip(
+                        timed(size, lambda args=args, kwargs=kwargs: llm.yes_probability(*args, **kwargs)),
+                        off,
+                        strict=True,
+                    )
                 ]
             continue
         if name == "logprob":
             prefixes, continuations = args[:2]
-            runs = {size: timed(size, lambda p=prefixes, c=continuations: llm.token_logprobs(p, c)) for size in [0, *sizes]}
+            runs = {
+                size: timed(size, lambda p=prefixes, c=continuations: llm.token_logprobs(p, c)) for size in [0, *sizes]
+            }
         else:
             captured = []
             option_logprobs = llm.option_logprobs
@@ -200,7 +207,10 @@ def replay(llm, recorder: Recorder, k: int, sizes: list[int]) -> None:
 
             llm.option_logprobs = keeping
             try:
-                results = {size: timed(size, lambda args=args, kwargs=kwargs: llm.choose(*args, **kwargs)) for size in [0, *sizes]}
+                results = {
+                    size: timed(size, lambda args=args, kwargs=kwargs: llm.choose(*args, **kwargs))
+                    for size in [0, *sizes]
+                }
             finally:
                 del llm.option_logprobs
             choices += len(results[0])
@@ -216,7 +226,12 @@ def replay(llm, recorder: Recorder, k: int, sizes: list[int]) -> None:
             scorer = CISScorer(
                 llm, form=form, use_prior=use_prior, cache=PriorCache(Path(tempfile.mkdtemp()) / "prior.sqlite")
             )
-            scores = [s.cis for s in switched(llm, variants.get(size, False), lambda scorer=scorer, q=question, d=docs: scorer.score(q, d))]
+            scores = [
+                s.cis
+                for s in switched(
+                    llm, variants.get(size, False), lambda scorer=scorer, q=question, d=docs: scorer.score(q, d)
+                )
+            ]
             ranks[size] = sorted(range(len(scores)), key=lambda i: -scores[i])
         for size in sizes:
             rankings["CIS"][size][0] += ranks[0] == ranks[size]
@@ -225,7 +240,9 @@ def replay(llm, recorder: Recorder, k: int, sizes: list[int]) -> None:
         ranks = {}
         for size in [0, *sizes]:
             scores, _ = switched(
-                llm, variants.get(size, False), lambda q=question, c=candidates, p=perms: moi_nodes.saliency(llm, q, c, p)
+                llm,
+                variants.get(size, False),
+                lambda q=question, c=candidates, p=perms: moi_nodes.saliency(llm, q, c, p),
             )
             ranks[size] = utility_ranking(solve_position_bias(perms, scores, len(candidates), ridge=ridge).utilities)
         for size in sizes:

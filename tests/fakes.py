@@ -21,8 +21,8 @@ class FakeLLM(Judge):
     functions of (prefix, continuation) and of the prompt; ``option`` scores an option of a
     scored choice, ``option(prompt, option) -> log-prob`` (default: the ``logprob`` rule), and
     ``choose`` records every (prompt, options) it is asked in ``choices``. A token is a punctuation
-    mark or up to 8 letters of a word (``count_tokens``), and ``context_window`` bounds prompt + reply like a real model's;
-    with ``enforce_window`` a prompt that overflows it raises, as llama.cpp's full context does.
+    mark or up to 8 letters of a word (``count_tokens``), and ``context_window`` bounds prompt + reply like a real
+    model's; with ``enforce_window`` a prompt that overflows it raises, as llama.cpp's full context does.
     """
 
     name = "fake"
@@ -66,13 +66,17 @@ class FakeLLM(Judge):
         return reply
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        return [sum(-(-len(w) // 8) for w in re.findall(r"\w+|[^\w\s]", t)) for t in texts]  # a long word is several tokens
+        return [
+            sum(-(-len(w) // 8) for w in re.findall(r"\w+|[^\w\s]", t)) for t in texts
+        ]  # a long word is several tokens
 
     def _check_window(self, texts: Sequence[str], reply_tokens: int = 0) -> None:
         if self.enforce_window:
             for tokens in self.count_tokens(texts):
                 if tokens + reply_tokens > self.context_window:
-                    raise ValueError(f"A prompt of {tokens} tokens does not fit the {self.context_window}-token context.")
+                    raise ValueError(
+                        f"A prompt of {tokens} tokens does not fit the {self.context_window}-token context."
+                    )
 
     def generate(self, prompts: Sequence[str], *, max_new_tokens: int = 64, temperature: float = 0.0,
                  n: int = 1, stop: Sequence[str] | None = None, seed: int | None = None) -> list[list[str]]:
@@ -83,7 +87,9 @@ class FakeLLM(Judge):
 
     def stream(self, prompt: str, *, max_new_tokens: int = 64, stop: Sequence[str] | None = None) -> Iterator[str]:
         text = self.generate([prompt], max_new_tokens=max_new_tokens, stop=stop)[0][0]
-        yield from re.findall(r"\s*\S+", text) or ([text] if text else [])  # an empty completion yields nothing, as on real backends
+        yield from re.findall(r"\s*\S+", text) or (
+            [text] if text else []
+        )  # an empty completion yields nothing, as on real backends
 
     def logprob(self, prefixes: Sequence[str], continuations: Sequence[str], *, reduce: str = "sum") -> list[float]:
         self._check_window([p + c for p, c in zip(prefixes, continuations, strict=True)])
@@ -102,7 +108,9 @@ class FakeLLM(Judge):
 
     def option_logprobs(self, prompts: Sequence[str], options: Sequence[Sequence[str]]) -> list[list[list[float]]]:
         """One pseudo token per word of the option, sharing the rule's log-prob evenly."""
-        self._check_window([p + " " + max(map(str, o), key=len, default="") for p, o in zip(prompts, options, strict=True)])
+        self._check_window(
+            [p + " " + max(map(str, o), key=len, default="") for p, o in zip(prompts, options, strict=True)]
+        )
         self.choices += [(p, tuple(o)) for p, o in zip(prompts, options, strict=True)]
         record(self.usage, Usage(calls=len(prompts), forward_passes=1))
         rule = self._option or self._logprob

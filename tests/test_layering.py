@@ -76,7 +76,10 @@ def arrows(source: tuple[str, ...], target: tuple[str, ...]) -> list[str]:
     [
         (("causalrag.tools",), ("causalrag.nodes", "causalrag.graphs", "causalrag.eval", "causalrag.cli")),
         (("causalrag.nodes",), ("causalrag.graphs", "causalrag.eval", "causalrag.cli")),
-        (("causalrag.prompts",), ("causalrag.tools", "causalrag.nodes", "causalrag.graphs", "causalrag.eval", "causalrag.cli")),
+        (
+            ("causalrag.prompts",),
+            ("causalrag.tools", "causalrag.nodes", "causalrag.graphs", "causalrag.eval", "causalrag.cli"),
+        ),
         (("causalrag.tools.backends",), ("causalrag.tools.llm",)),
     ],
     ids=["tools", "nodes", "prompts", "backends"],
@@ -86,8 +89,18 @@ def test_no_arrow_points_back_up(source, forbidden):
 
 
 def test_state_is_plain_data():
-    allowed = ("causalrag.state", "causalrag.config", "causalrag.errors")  # errors: a leaf (a context names an unknown field)
-    found = [f"{a} → {b}" for a, deps in RUNTIME.items() if under(a, "causalrag.state") for b in deps if not under(b, *allowed)]
+    allowed = (
+        "causalrag.state",
+        "causalrag.config",
+        "causalrag.errors",
+    )  # errors: a leaf (a context names an unknown field)
+    found = [
+        f"{a} → {b}"
+        for a, deps in RUNTIME.items()
+        if under(a, "causalrag.state")
+        for b in deps
+        if not under(b, *allowed)
+    ]
     assert found == []
 
 
@@ -99,8 +112,11 @@ def test_state_names_tools_for_type_checkers_only():
 
 
 def test_absolute_imports_only():
-    """Relative imports would hide arrows from this test (and backends/openai.py must never be taken for the pip package)."""
-    assert [name for name in MODULES if any(isinstance(n, ast.ImportFrom) and n.level for n in import_nodes(name))] == []
+    """Relative imports would hide arrows from this test (and backends/openai.py must never be taken for the pip
+    package)."""
+    assert [
+        name for name in MODULES if any(isinstance(n, ast.ImportFrom) and n.level for n in import_nodes(name))
+    ] == []
 
 
 def test_text_is_a_leaf():

@@ -79,7 +79,13 @@ def test_fallbacks_are_counted_per_judgment_step(tmp_path, fake_embeddings):
     rows = [{"method": "astute", "fallback_steps": _fallback_steps(trace)}] * 2
     assert fallback_rows(rows) == [["astute", "select", "4", "2", "50%"], ["astute", "propose", "2", "0", "0%"]]
 
-    cfg = EvalConfig("demo", ["astute"], inject=[0], limit=2, params={"astute": {"judge": "generate", "iterations": 1, "mechanism": "paper"}})
+    cfg = EvalConfig(
+        "demo",
+        ["astute"],
+        inject=[0],
+        limit=2,
+        params={"astute": {"judge": "generate", "iterations": 1, "mechanism": "paper"}},
+    )
     run_eval(cfg, tmp_path, llm=FakeLLM(default="no format at all"), embeddings=fake_embeddings, progress=False)
     report = write_report(tmp_path, resamples=100)
     assert report.fallbacks and all(row[0] == "astute" for row in report.fallbacks)

@@ -106,17 +106,27 @@ def test_self_consistency_votes_over_one_batched_generate(memory_store):
 
 def test_self_consistency_with_only_empty_answers_falls_back_to_empty(memory_store):
     state = run(FakeLLM(default="\n\n"), memory_store, variant="self_consistency", sc_permutations=3)
-    assert state["answer"] == "" and state["trace"][2]["vote_fallbacks"] == 1 and state["trace"][2]["empty_answers"] == 3
+    assert (
+        state["answer"] == "" and state["trace"][2]["vote_fallbacks"] == 1 and state["trace"][2]["empty_answers"] == 3
+    )
 
 
 def test_stream_shows_permutations_scores_weights_and_utilities(memory_store):
-    graph = build_graph("moi", llm=FakeLLM(default=" Canberra", logprob=saliency), store=memory_store, candidates=4, k=4)
+    graph = build_graph(
+        "moi", llm=FakeLLM(default=" Canberra", logprob=saliency), store=memory_store, candidates=4, k=4
+    )
     events = list(graph.stream({"question": QUESTION}, stream_mode=["updates", "custom"]))
     custom = {e["type"]: e for mode, e in events if mode == "custom"}
     assert {"evidence", "permutations", "scores", "position_weights", "utilities", "token", "answer"} <= set(custom)
     assert len(custom["permutations"]["permutations"]) == 8 and len(custom["scores"]["saliency"]) == 8
     assert custom["utilities"]["utilities"][0]["title"] == "Canberra"
-    assert [next(iter(u)) for mode, u in events if mode == "updates"] == ["retrieve_candidates", "permute", "score", "solve", "answer"]
+    assert [next(iter(u)) for mode, u in events if mode == "updates"] == [
+        "retrieve_candidates",
+        "permute",
+        "score",
+        "solve",
+        "answer",
+    ]
 
 
 def test_rerank_moi_is_a_drop_in_node(memory_store):

@@ -126,7 +126,9 @@ def test_two_processes_share_one_prior_cache(tmp_path):
         "print(scorer.precompute(DOCS))\n"
     )
     shared = tmp_path / "shared" / "cis_prior.sqlite"
-    done = subprocess.run([sys.executable, "-c", script, str(shared)], check=True, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(shared)], check=True, capture_output=True, text=True, timeout=120
+    )
     assert done.stdout.strip() == "2"
     llm = FakeLLM(logprob=lp)
     scorer = CISScorer(llm, cache=PriorCache(shared))

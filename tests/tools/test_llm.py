@@ -11,7 +11,10 @@ from causalrag.tools.backends.base import truncate_at_stop
 from causalrag.tools.backends.transformers import TransformersLLM
 from causalrag.tools.usage import Usage, metered
 
-PASSAGE = "Passage: The Eiffel Tower was completed in 1889 for the World's Fair.\nQuestion: When was the Eiffel Tower completed?\nAnswer:"
+PASSAGE = (
+    "Passage: The Eiffel Tower was completed in 1889 for the World's Fair.\n"
+    "Question: When was the Eiffel Tower completed?\nAnswer:"
+)
 
 
 def test_truncate_at_stop():
