@@ -51,7 +51,7 @@ def test_scored_and_earlier_row_tokens_join_the_normalizer_and_nothing_else(laye
     where = [(0, 1), (0, 3), (1, 2)]
     shortlist = Shortlist(fixed, lambda ids: weight[torch.as_tensor(ids)])
     got = shortlist.logprobs(hidden[:3], rows, where)
-    for value, h, (r, p) in zip(got, hidden, where, strict=True):
+    for value, h, (r, p) in zip(got, hidden[:3], where, strict=True):
         subset = sorted(set(fixed) | set(rows[r][: p + 1]))  # 44 is not in row 1; 30 only up to where row 0 reached it
         logits = h @ weight.T
         assert value == pytest.approx(float(logits[rows[r][p]] - torch.logsumexp(logits[subset], 0)), abs=1e-5)
