@@ -407,9 +407,9 @@ def test_a_chat_model_scores_options_as_its_reply_turn(chat_llm, transformers_ll
 @pytest.mark.slow
 def test_a_chat_model_runs_every_judgment_scored(chat_llm, demo_store):
     """judge="auto" resolves to scored choices for a chat model too: Astute reads each source by score."""
-    from causalrag import METHODS
     from causalrag.corpus import demo_questions
     from causalrag.graphs.registry import build_graph
+    from causalrag import METHODS
 
     q = next(q for q in demo_questions() if q["id"] == "simple-pride")
     graph = build_graph("astute", llm=chat_llm, store=demo_store, **METHODS["astute"].cpu_params)
