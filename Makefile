@@ -14,7 +14,7 @@ WHEELS ?= $(HOME)/.cache/causalrag/wheels
 BIN    := $(VENV)/bin
 export HF_HUB_OFFLINE := 1
 
-.PHONY: install demo test test-fast docs bench clean
+.PHONY: install demo test test-fast lint docs bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,11 +36,16 @@ install: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(BIN)/causalrag demo
 
+# ruff (pyproject.toml [tool.ruff]) on the package, tests and benchmarks, and mypy on the package: zero findings
+lint: $(VENV)/.installed-dev
+	$(BIN)/python -m ruff check causalrag tests benchmarks
+	$(BIN)/python -m mypy
+
 # the documentation site (mkdocs.yml): built strictly, so a broken link or docstring fails `make test`
 docs: $(VENV)/.installed-dev
 	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --quiet
 
-test: $(VENV)/.installed-dev docs
+test: $(VENV)/.installed-dev lint docs
 	$(BIN)/python -m pytest -q
 
 test-fast: $(VENV)/.installed-dev

@@ -74,20 +74,29 @@ def main() -> None:
                         "misled": containment(state["answer"], asserted),
                         "rounds": len(rounds),
                         "consolidation_fallbacks": sum(rounds),
-                        "select_fallbacks": sum(e.get("select_fallback", 0) + e.get("plain_answer_fallback", 0) for e in trace),
+                        "select_fallbacks": sum(
+                            e.get("select_fallback", 0) + e.get("plain_answer_fallback", 0) for e in trace
+                        ),
                         **summarize_trace(trace),
                     }
                 )
                 r = rows[condition, label][-1]
                 print(
                     f"{ex.id[:8]} {condition:14} {label:22} {state['answer'][:30]!r:34} gold={ex.answers[0][:20]!r:24} "
-                    f"acc={r['acc']:.0f} misled={r['misled']:.0f} calls={r['llm_calls']} s={r['seconds']:.1f} fallbacks={r['consolidation_fallbacks']}/{r['rounds']},{r['select_fallbacks']}",
+                    f"acc={r['acc']:.0f} misled={r['misled']:.0f} calls={r['llm_calls']} s={r['seconds']:.1f} "
+                    f"fallbacks={r['consolidation_fallbacks']}/{r['rounds']},{r['select_fallbacks']}",
                     flush=True,
                 )
     n = len(examples[: args.n])
-    print(f"\n{n} questions, k={args.k}, seed={args.seed}, {time.perf_counter() - start:.0f} s in total, model {llm.name}\n")
-    print("| condition | method | accuracy (contains gold) | EM | misled | LLM calls/q | new tokens/q | s/q | calls × | s × "
-          "| consolidation fallbacks / rounds | selection fallbacks |")
+    print(
+        f"\n{n} questions, k={args.k}, seed={args.seed}, {time.perf_counter() - start:.0f} s in total, "
+        f"model {llm.name}\n"
+    )
+    print(
+        "| condition | method | accuracy (contains gold) | EM | misled | LLM calls/q | new tokens/q | s/q "
+        "| calls × | s × "
+        "| consolidation fallbacks / rounds | selection fallbacks |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for condition in ("all-misleading", "injected"):
         base = rows[condition, "standard_rag"]
@@ -95,12 +104,17 @@ def main() -> None:
         base_secs = sum(r["seconds"] for r in base) / n
         for label in METHODS:
             rs = rows[condition, label]
-            mean = {key: sum(r[key] for r in rs) / n for key in ("acc", "em", "misled", "llm_calls", "new_tokens", "seconds")}
+            mean = {
+                key: sum(r[key] for r in rs) / n
+                for key in ("acc", "em", "misled", "llm_calls", "new_tokens", "seconds")
+            }
             total = {key: sum(r[key] for r in rs) for key in ("rounds", "consolidation_fallbacks", "select_fallbacks")}
             print(
-                f"| {condition} | {label} | {100 * mean['acc']:.0f} % | {100 * mean['em']:.0f} % | {100 * mean['misled']:.0f} % | {mean['llm_calls']:.1f} | "
+                f"| {condition} | {label} | {100 * mean['acc']:.0f} % | {100 * mean['em']:.0f} % | "
+                f"{100 * mean['misled']:.0f} % | {mean['llm_calls']:.1f} | "
                 f"{mean['new_tokens']:.0f} | {mean['seconds']:.1f} | {mean['llm_calls'] / base_calls:.1f} | "
-                f"{mean['seconds'] / base_secs:.1f} | {total['consolidation_fallbacks']} / {total['rounds']} | {total['select_fallbacks']} |"
+                f"{mean['seconds'] / base_secs:.1f} | {total['consolidation_fallbacks']} / {total['rounds']} | "
+                f"{total['select_fallbacks']} |"
             )
 
 

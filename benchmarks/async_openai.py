@@ -100,9 +100,26 @@ def start_server(threads: int, cache: bool = False) -> tuple[subprocess.Popen, s
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(bundled_gguf()), "--host", "127.0.0.1", "--port", str(port),
-               "--n_ctx", "4096", "--n_threads", str(threads), "--verbose", "false", "--interrupt_requests", "false",
-               *(["--cache", "true"] if cache else [])]
+    command = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(bundled_gguf()),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        "4096",
+        "--n_threads",
+        str(threads),
+        "--verbose",
+        "false",
+        "--interrupt_requests",
+        "false",
+        *(["--cache", "true"] if cache else []),
+    ]
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + 120
@@ -151,18 +168,24 @@ def main() -> None:
             inputs, configs = questions, [None] * len(questions)
 
         modes = {
-            "invoke": lambda: [graph.invoke(i, c) for i, c in zip(inputs, configs)],
+            "invoke": lambda: [graph.invoke(i, c) for i, c in zip(inputs, configs, strict=True)],
             "abatch": lambda: asyncio.run(graph.abatch(inputs, configs)),
             "batch": lambda: graph.batch(inputs, configs),
             "ainvoke": lambda: asyncio.run(one_by_one()),
         }
 
         async def one_by_one():
-            return [await graph.ainvoke(i, c) for i, c in zip(inputs, configs)]
+            return [await graph.ainvoke(i, c) for i, c in zip(inputs, configs, strict=True)]
 
-        print(f"{args.method} ({params}), {len(questions)} HotpotQA questions, llama-cpp-python server ({args.threads} threads), "
-              f"max_concurrency={args.concurrency}, load {os.getloadavg()[0]:.1f} at the start")
-        print(f"{'mode':<9} {'seconds':>8} {'× invoke':>9} {'in flight':>10} {'LLM calls':>10}  same answers as invoke", flush=True)
+        print(
+            f"{args.method} ({params}), {len(questions)} HotpotQA questions, "
+            f"llama-cpp-python server ({args.threads} threads), "
+            f"max_concurrency={args.concurrency}, load {os.getloadavg()[0]:.1f} at the start"
+        )
+        print(
+            f"{'mode':<9} {'seconds':>8} {'× invoke':>9} {'in flight':>10} {'LLM calls':>10}  same answers as invoke",
+            flush=True,
+        )
         base: tuple[float, list[str]] | None = None
         for name in args.modes.split(","):
             llm.most = 0
@@ -171,8 +194,12 @@ def main() -> None:
             states = modes[name]()
             seconds, answers = time.perf_counter() - start, [s["answer"] for s in states]
             base = base or (seconds, answers)
-            same = sum(a == b for a, b in zip(answers, base[1]))
-            print(f"{name:<9} {seconds:>8.1f} {base[0] / seconds:>8.2f}× {llm.most:>10} {llm.usage.calls - calls:>10}  {same}/{len(answers)}", flush=True)
+            same = sum(a == b for a, b in zip(answers, base[1], strict=True))
+            print(
+                f"{name:<9} {seconds:>8.1f} {base[0] / seconds:>8.2f}× {llm.most:>10} {llm.usage.calls - calls:>10}"
+                f"  {same}/{len(answers)}",
+                flush=True,
+            )
         print(f"load {os.getloadavg()[0]:.1f} at the end")
 
 

@@ -23,13 +23,15 @@ from causalrag.config import settings
 from causalrag.corpus import demo_passages, demo_questions, hotpotqa_questions
 from causalrag.graphs.registry import build_graph
 from causalrag.prompts.common import answer_prompt
-from causalrag.tools.usage import metered
 from causalrag.tools.store import Passage, Store
+from causalrag.tools.usage import metered
 
 
 def answer_prompts(n: int) -> list[str]:
     rows = hotpotqa_questions()[:n]
-    return [answer_prompt(r["question"], [Passage(t, " ".join(s)).to_document() for t, s in r["context"][:2]]) for r in rows]
+    return [
+        answer_prompt(r["question"], [Passage(t, " ".join(s)).to_document() for t, s in r["context"][:2]]) for r in rows
+    ]
 
 
 def load(name: str):
@@ -43,7 +45,9 @@ def load(name: str):
         return LlamaCppLLM()
     from causalrag.tools.backends.openai import OpenAILLM
 
-    return OpenAILLM(settings().openai_url, settings().openai_model, api="completions", sampling={"repeat_penalty": 1.0})
+    return OpenAILLM(
+        settings().openai_url, settings().openai_model, api="completions", sampling={"repeat_penalty": 1.0}
+    )
 
 
 def timed(fn):
@@ -60,8 +64,14 @@ def measure(name: str, new_tokens: int, store: Store) -> dict:
     prompts = answer_prompts(10)
     llm.generate(prompts[9:], max_new_tokens=2)  # warm-up on a prompt measured nowhere else
     eight = prompts[1:9]
-    runs = {"1by1": lambda: [llm.generate([p], max_new_tokens=new_tokens) for p in eight], "batch8": lambda: llm.generate(eight, max_new_tokens=new_tokens)}
-    for kind in ("fresh", "warm"):  # fresh: an emptied cache; warm: the same prompts again (llama.cpp: only decoding left)
+    runs = {
+        "1by1": lambda: [llm.generate([p], max_new_tokens=new_tokens) for p in eight],
+        "batch8": lambda: llm.generate(eight, max_new_tokens=new_tokens),
+    }
+    for kind in (
+        "fresh",
+        "warm",
+    ):  # fresh: an emptied cache; warm: the same prompts again (llama.cpp: only decoding left)
         for label, run in runs.items():
             if kind == "fresh" and hasattr(llm, "clear_cache"):
                 llm.clear_cache()
@@ -88,15 +98,30 @@ def main() -> None:
     skip = {"llamacpp": importlib.util.find_spec("llama_cpp") is None, "openai": not settings().openai_url}
     names = [n for n in wanted if not skip.get(n)]
     store = Store.in_memory(demo_passages())
-    columns = ["load s", "fresh 1by1 tok/s", "fresh batch8 tok/s", "warm 1by1 tok/s", "warm batch8 tok/s", "logprob cand/s", "s/question"]
-    print(f"Gemma 3 270M Q4_K_M GGUF, {args.new_tokens} new tokens, {len(demo_questions())} demo questions"
-          f" (skipped: {', '.join(n for n in wanted if skip.get(n)) or 'none'}); {len(os.sched_getaffinity(0))} cores, load average {os.getloadavg()}")
+    columns = [
+        "load s",
+        "fresh 1by1 tok/s",
+        "fresh batch8 tok/s",
+        "warm 1by1 tok/s",
+        "warm batch8 tok/s",
+        "logprob cand/s",
+        "s/question",
+    ]
+    print(
+        f"Gemma 3 270M Q4_K_M GGUF, {args.new_tokens} new tokens, {len(demo_questions())} demo questions"
+        f" (skipped: {', '.join(n for n in wanted if skip.get(n)) or 'none'}); "
+        f"{len(os.sched_getaffinity(0))} cores, load average {os.getloadavg()}"
+    )
     print(f"{'backend':<14}" + "".join(f"{c:>20}" for c in columns) + f"{'same answers':>14}", flush=True)
     rows: dict[str, dict] = {}
     for name in names:  # one row as soon as it is measured
         row = rows[name] = measure(name, args.new_tokens, store)
         reference = rows.get("transformers")
-        same = f"{sum(a == b for a, b in zip(row['answers'], reference['answers']))}/{len(row['answers'])}" if reference else "–"
+        same = (
+            f"{sum(a == b for a, b in zip(row['answers'], reference['answers'], strict=True))}/{len(row['answers'])}"
+            if reference
+            else "–"
+        )
         print(f"{name:<14}" + "".join(f"{row[c]:>20.2f}" for c in columns) + f"{same:>14}", flush=True)
     reference = rows.get("transformers")
     if reference:
@@ -110,12 +135,15 @@ def main() -> None:
                 "standard_rag": reference["s/question"] / row["s/question"],
             }
             print(f"{name} vs transformers (goal >= 3x): " + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items()))
-            for q, ours, theirs in zip(demo_questions(), row["answers"], reference["answers"]):
+            for q, ours, theirs in zip(demo_questions(), row["answers"], reference["answers"], strict=False):
                 if ours != theirs:
                     print(f"  {q['id']}: transformers {theirs!r} vs {name} {ours!r}")
     for name, row in rows.items():
-        print(f"{name}: 8 prompts together vs one at a time, tok/s: fresh {row['fresh batch8 tok/s'] / row['fresh 1by1 tok/s']:.2f}x, "
-              f"warm (decoding only on llama.cpp) {row['warm batch8 tok/s'] / row['warm 1by1 tok/s']:.2f}x (goal >= 2x)")
+        print(
+            f"{name}: 8 prompts together vs one at a time, tok/s: "
+            f"fresh {row['fresh batch8 tok/s'] / row['fresh 1by1 tok/s']:.2f}x, "
+            f"warm (decoding only on llama.cpp) {row['warm batch8 tok/s'] / row['warm 1by1 tok/s']:.2f}x (goal >= 2x)"
+        )
     print(f"load average {os.getloadavg()}")
 
 

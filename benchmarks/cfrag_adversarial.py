@@ -49,11 +49,21 @@ def adversarial_accuracy(
                 start = time.perf_counter()
                 state = graph.invoke({"question": ex.question})
                 answer = state["answer"]
-                row = {"method": method, "inject": k, "id": ex.id, "answer": answer,
-                       "seconds": time.perf_counter() - start, **answer_scores(answer, ex.answers),
-                       "misled": float(any(containment(answer, [w]) for w in wrong)),
-                       "fallbacks": {key: v for e in state["trace"] for key, v in e.items()
-                                     if key.startswith(("fallback", "first_attempt", "regenerated", "valid", "selected"))}}
+                row = {
+                    "method": method,
+                    "inject": k,
+                    "id": ex.id,
+                    "answer": answer,
+                    "seconds": time.perf_counter() - start,
+                    **answer_scores(answer, ex.answers),
+                    "misled": float(any(containment(answer, [w]) for w in wrong)),
+                    "fallbacks": {
+                        key: v
+                        for e in state["trace"]
+                        for key, v in e.items()
+                        if key.startswith(("fallback", "first_attempt", "regenerated", "valid", "selected"))
+                    },
+                }
                 rows.append(row)
                 if on_result:
                     on_result(row)
@@ -61,7 +71,9 @@ def adversarial_accuracy(
     for method in methods:
         for k in injects:
             mine = [r for r in rows if r["method"] == method and r["inject"] == k]
-            table[(method, k)] = {m: sum(r[m] for r in mine) / len(mine) for m in ("em", "f1", "acc", "misled", "seconds")}
+            table[(method, k)] = {
+                m: sum(r[m] for r in mine) / len(mine) for m in ("em", "f1", "acc", "misled", "seconds")
+            }
     return table
 
 
@@ -81,8 +93,11 @@ def main() -> None:
 
     def show(row: dict) -> None:
         rows.append(row)
-        print(f"  K={row['inject']:2d} {row['method']:13s} {row['id'][:12]:12s} em={row['em']:.0f} acc={row['acc']:.0f} "
-              f"misled={row['misled']:.0f} {row['seconds']:5.1f}s {row['answer']!r}", flush=True)
+        print(
+            f"  K={row['inject']:2d} {row['method']:13s} {row['id'][:12]:12s} em={row['em']:.0f} acc={row['acc']:.0f} "
+            f"misled={row['misled']:.0f} {row['seconds']:5.1f}s {row['answer']!r}",
+            flush=True,
+        )
 
     table = adversarial_accuracy(methods, examples, injects, donors=data, on_result=show)
     print("\nmethod          K    EM    F1  smartEM  misled  s/question")

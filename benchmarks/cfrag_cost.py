@@ -19,10 +19,16 @@ import time
 from causalrag.eval.datasets import load_dataset
 from causalrag.graphs.registry import build_graph
 from causalrag.nodes.common import summarize_trace
-from causalrag.prompts.cf_rag import COUNTERFACTUAL_STOP, HYPOTHESIS_STOP, TRANSFORMATIONS, counterfactual_prompt, hypothesis_prompt
+from causalrag.prompts.cf_rag import (
+    COUNTERFACTUAL_STOP,
+    HYPOTHESIS_STOP,
+    TRANSFORMATIONS,
+    counterfactual_prompt,
+    hypothesis_prompt,
+)
 from causalrag.tools.llm import default_llm
-from causalrag.tools.usage import metered
 from causalrag.tools.store import Store
+from causalrag.tools.usage import metered
 
 
 def timed(fn):
@@ -52,11 +58,14 @@ def main() -> None:
         runs = {}
         for method in ("standard_rag", "cf_rag"):
             graph = build_graph(method, llm=llm, store=store)
-            state, seconds, usage = timed(lambda: graph.invoke({"question": ex.question}))
+            state, seconds, usage = timed(lambda graph=graph, ex=ex: graph.invoke({"question": ex.question}))
             runs[method] = (state, seconds, usage)
         state = runs["cf_rag"][0]
         cf_b, cf_s = batched_vs_sequential(
-            llm, [counterfactual_prompt(ex.question, t[0]) for t in TRANSFORMATIONS], max_new_tokens=32, stop=COUNTERFACTUAL_STOP
+            llm,
+            [counterfactual_prompt(ex.question, t[0]) for t in TRANSFORMATIONS],
+            max_new_tokens=32,
+            stop=COUNTERFACTUAL_STOP,
         )
         by_title = {p.title: p.to_document() for p in ex.passages}  # the run's samples, from their titles
         hyp_prompts = [hypothesis_prompt(ex.question, [by_title[t] for t in h["evidence"] if t in by_title])
@@ -72,11 +81,17 @@ def main() -> None:
             print(f"  {m:13s} {sec:7.1f} s  llm_calls {usage.calls:3d}  prompt_tokens {usage.prompt_tokens:6d}  "
                   f"new_tokens {usage.new_tokens:5d}  answer {st['answer']!r}")
         print(f"  latency ratio cf_rag / standard_rag: {runs['cf_rag'][1] / runs['standard_rag'][1]:.1f}x")
-        print("  cf_rag per stage (s):", {e["node"]: e["seconds"] for e in state["trace"] if e["node"] != "hypothesize"},
-              f"hypothesize x{len(hyp_prompts)} (wall): {send:.1f}")
+        print(
+            "  cf_rag per stage (s):",
+            {e["node"]: e["seconds"] for e in state["trace"] if e["node"] != "hypothesize"},
+            f"hypothesize x{len(hyp_prompts)} (wall): {send:.1f}",
+        )
         print(f"  5 counterfactual rewrites: one batch {cf_b:.1f} s vs sequential {cf_s:.1f} s ({cf_s / cf_b:.1f}x)")
-        print(f"  {len(hyp_prompts)} hypotheses: one batch {hyp_b:.1f} s vs sequential {hyp_s:.1f} s ({hyp_s / hyp_b:.1f}x); "
-              f"graph's Send branches {send:.1f} s")
+        print(
+            f"  {len(hyp_prompts)} hypotheses: one batch {hyp_b:.1f} s vs sequential {hyp_s:.1f} s "
+            f"({hyp_s / hyp_b:.1f}x); "
+            f"graph's Send branches {send:.1f} s"
+        )
     std = sum(r[1]["standard_rag"][1] for r in rows)
     cf = sum(r[1]["cf_rag"][1] for r in rows)
     calls = {m: sum(r[1][m][2].calls for r in rows) for m in ("standard_rag", "cf_rag")}

@@ -22,7 +22,6 @@ from causalrag.graphs.registry import build_graph
 from causalrag.tools.llm import default_llm
 from causalrag.tools.store import Store
 
-
 REASONS = ("rejected_repeat", "rejected_off_topic", "rejected_same_answer", "rejected_other")
 
 
@@ -49,15 +48,21 @@ def main() -> None:
         start, with_valid = time.perf_counter(), 0
         for ex in examples:
             trace = exploration(ex.question, Store.in_memory(ex.passages), llm, judge)
-            proposed = trace.get("generated", 0) - trace.get("spare_samples", 0)  # spare samples of one type are never checked
-            figures.update({"proposed": proposed, "valid": trace.get("valid", 0), **{r: trace.get(r, 0) for r in REASONS}})
+            proposed = trace.get("generated", 0) - trace.get(
+                "spare_samples", 0
+            )  # spare samples of one type are never checked
+            figures.update(
+                {"proposed": proposed, "valid": trace.get("valid", 0), **{r: trace.get(r, 0) for r in REASONS}}
+            )
             with_valid += trace.get("valid", 0) > 0
         share = figures["valid"] / max(figures["proposed"], 1)
-        real = figures["proposed"] - figures["rejected_repeat"] - figures["rejected_off_topic"] - figures["rejected_other"]
+        real = (
+            figures["proposed"] - figures["rejected_repeat"] - figures["rejected_off_topic"] - figures["rejected_other"]
+        )
         print(f"judge={judge}: {real}/{figures['proposed']} proposed rewrites are real (similar, not a repeat: "
-              f"{real / max(figures['proposed'], 1):.0%}); "
-              f"{figures['valid']}/{figures['proposed']} pass all of Eq. 2, a different quick answer too ({share:.0%}); "
-              f"questions with a valid counterfactual: {with_valid}/{len(examples)}; "
+              f"{real / max(figures['proposed'], 1):.0%}); {figures['valid']}/{figures['proposed']} pass all of Eq. "
+              f"2, a different quick answer too ({share:.0%}); questions with a valid counterfactual: "
+              f"{with_valid}/{len(examples)}; "
               f"{(time.perf_counter() - start) / len(examples):.1f} s/question")
         print("  rejected: " + ", ".join(f"{r.removeprefix('rejected_')} {figures[r]}" for r in REASONS))
 

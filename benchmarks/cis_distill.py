@@ -21,7 +21,15 @@ import time
 from pathlib import Path
 
 from causalrag.eval.datasets import load_dataset
-from causalrag.eval.reranking import bm25_reranker, compare, lm_rerankers, markdown_table, score_agreement, score_pools, similarity
+from causalrag.eval.reranking import (
+    bm25_reranker,
+    compare,
+    lm_rerankers,
+    markdown_table,
+    score_agreement,
+    score_pools,
+    similarity,
+)
 from causalrag.prompts.cis import passage_text
 from causalrag.tools.cis import CISScorer, PriorCache
 from causalrag.tools.cross_encoder import DistillConfig, TrainingPair, distill
@@ -34,7 +42,9 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=4)
     parser.add_argument("--out", default=None, help="Folder for the two distilled models (default: a temp folder).")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--hotpotqa", type=int, default=20, help="How many of the 20 bundled HotpotQA questions (CPU time).")
+    parser.add_argument(
+        "--hotpotqa", type=int, default=20, help="How many of the 20 bundled HotpotQA questions (CPU time)."
+    )
     args = parser.parse_args()
     out = Path(args.out or tempfile.mkdtemp(prefix="cis-distill-"))
 
@@ -43,13 +53,22 @@ def main() -> None:
     llm = default_llm()
     scorer = CISScorer(llm, cache=PriorCache(out / "prior.sqlite"))
     start = time.perf_counter()
-    pools = score_pools(examples, store, {"similarity": similarity, "bm25": bm25_reranker(store), **lm_rerankers(scorer)}, progress=True)
-    print(f"teacher LM scored {sum(len(p.candidates) for p in pools)} candidates of {len(pools)} questions in {time.perf_counter() - start:.0f}s")
+    pools = score_pools(
+        examples, store, {"similarity": similarity, "bm25": bm25_reranker(store), **lm_rerankers(scorer)}, progress=True
+    )
+    print(
+        f"teacher LM scored {sum(len(p.candidates) for p in pools)} candidates of {len(pools)} questions "
+        f"in {time.perf_counter() - start:.0f}s"
+    )
 
     folds = [pools[0::2], pools[1::2]]
     config = DistillConfig(epochs=args.epochs, seed=args.seed)
     for i, (train, held_out) in enumerate([(folds[0], folds[1]), (folds[1], folds[0])]):
-        pairs = [TrainingPair(p.example.question, passage_text(d), s) for p in train for d, s in zip(p.candidates, p.scores["cis"])]
+        pairs = [
+            TrainingPair(p.example.question, passage_text(d), s)
+            for p in train
+            for d, s in zip(p.candidates, p.scores["cis"], strict=True)
+        ]
         reranker, losses = distill(pairs, out / f"fold{i}", config=config, resume=False, progress=False)
         print(f"fold {i}: trained on {len(pairs)} pairs, epoch losses {[round(x, 3) for x in losses]}")
         for p in held_out:
@@ -64,7 +83,12 @@ def main() -> None:
             for p in held_out:
                 reranker.score(p.example.question, p.candidates)
             ce_s = time.perf_counter() - t0
-            speed = {"candidates": n, "lm_cands_per_s": n / lm_s, "distilled_cands_per_s": n / ce_s, "ratio": lm_s / ce_s}
+            speed = {
+                "candidates": n,
+                "lm_cands_per_s": n / lm_s,
+                "distilled_cands_per_s": n / ce_s,
+                "ratio": lm_s / ce_s,
+            }
 
     results = compare(pools, ["similarity", "bm25", "cis", "cis-no-prior", "cis-distilled"], ks=(1, 5))
     print("\nRetrieval of gold passages (each question's own pool; distilled scored out of fold):")
@@ -75,13 +99,18 @@ def main() -> None:
         print(f"\n{subset} only ({len(chosen)} questions):")
         print(markdown_table(compare(chosen, ["similarity", "bm25", "cis", "cis-no-prior", "cis-distilled"], ks=(5,))))
     agreement = score_agreement(pools, "cis", "cis-distilled")
-    print(f"\nSpearman(distilled, LM CIS) on held-out questions: pooled {agreement['pooled']:.3f}, mean per question {agreement['per_question']:.3f}  (goal ≥ 0.7)")
+    print(
+        f"\nSpearman(distilled, LM CIS) on held-out questions: pooled {agreement['pooled']:.3f}, "
+        f"mean per question {agreement['per_question']:.3f}  (goal ≥ 0.7)"
+    )
     print(f"Spearman(similarity, LM CIS): {score_agreement(pools, 'cis', 'similarity')}")
     print(
-        f"speed on {speed['candidates']} held-out candidates: LM CIS (p(K) cached) {speed['lm_cands_per_s']:.1f} cand/s, "
-        f"distilled {speed['distilled_cands_per_s']:.1f} cand/s → {speed['ratio']:.1f}× (goal ≥ 50×)"
+        f"speed on {speed['candidates']} held-out candidates: LM CIS (p(K) cached) {speed['lm_cands_per_s']:.1f} "
+        f"cand/s, distilled {speed['distilled_cands_per_s']:.1f} cand/s → {speed['ratio']:.1f}× (goal ≥ 50×)"
     )
-    (out / "results.json").write_text(json.dumps({"retrieval": results, "spearman": agreement, "speed": speed}, indent=2))
+    (out / "results.json").write_text(
+        json.dumps({"retrieval": results, "spearman": agreement, "speed": speed}, indent=2)
+    )
     print(f"results: {out / 'results.json'}")
 
 

@@ -20,8 +20,8 @@ from causalrag.corpus import hotpotqa_questions
 from causalrag.prompts.cis import PRIOR_PREFIX, passage_text, query_prefix
 from causalrag.tools.cis import CISScorer, PriorCache
 from causalrag.tools.llm import default_llm
-from causalrag.tools.usage import metered
 from causalrag.tools.store import Passage
+from causalrag.tools.usage import metered
 
 
 def timed(fn):
@@ -55,8 +55,8 @@ def main() -> None:
         scorer = CISScorer(llm, cache=PriorCache(Path(tempfile.mkdtemp()) / "prior.sqlite"))
         runs = {
             "naive loop (p(K) recomputed)": lambda: naive(first),
-            "batched, cold p(K) cache": lambda: [s.cis for s in scorer.score(first, docs)],
-            "batched, warm p(K) cache (2nd query)": lambda: [s.cis for s in scorer.score(second, docs)],
+            "batched, cold p(K) cache": lambda scorer=scorer: [s.cis for s in scorer.score(first, docs)],
+            "batched, warm p(K) cache (2nd query)": lambda scorer=scorer: [s.cis for s in scorer.score(second, docs)],
         }
         results = {}
         for name, fn in runs.items():
@@ -65,14 +65,20 @@ def main() -> None:
             results[name] = (values, usage)
         assert scorer.prior_computed == len(docs) and scorer.prior_hits == len(docs)
         batched = results["batched, cold p(K) cache"][0]
-        drift = max(abs(a - b) for a, b in zip(results["naive loop (p(K) recomputed)"][0], batched))
+        drift = max(abs(a - b) for a, b in zip(results["naive loop (p(K) recomputed)"][0], batched, strict=True))
 
     tokens = sum(len(llm.tokenizer(passage_text(d))["input_ids"]) for d in docs) / len(docs)
-    print(f"{len(docs)} candidates of ~{tokens:.0f} tokens; QA prefix {len(llm.tokenizer(query_prefix(first))['input_ids'])} tokens")
+    print(
+        f"{len(docs)} candidates of ~{tokens:.0f} tokens; "
+        f"QA prefix {len(llm.tokenizer(query_prefix(first))['input_ids'])} tokens"
+    )
     base = best["naive loop (p(K) recomputed)"]
     for name, rate in best.items():
         usage = results[name][1]
-        print(f"{name:>38}: {rate:6.2f} candidates/s  ×{rate / base:4.1f}  ({usage.prompt_tokens} tokens, {usage.forward_passes} forward passes)")
+        print(
+            f"{name:>38}: {rate:6.2f} candidates/s  ×{rate / base:4.1f}  "
+            f"({usage.prompt_tokens} tokens, {usage.forward_passes} forward passes)"
+        )
     print(f"max |CIS naive − CIS batched| = {drift:.4f} (same scores, batched/padded/KV-shared)")
 
 

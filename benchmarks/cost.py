@@ -8,8 +8,8 @@ paragraphs (distractor setting), every method with the demo's CPU-sized knobs (`
 each starting with llama.cpp's prompt cache emptied, so no method is served prompts another method
 decoded; within a method the cache works as in use (the few-shot header stays cached across questions).
 Each backend starts with a warmed-up model and CIS's p(K) cache empty (a fresh ``CAUSALRAG_HOME``; the
-cache is per model name, so one backend's priors would serve the other's): CIS's first row includes computing every prior
-once; CIS then runs again over the same questions with the cache warm (a collection queried before).
+cache is per model name, so one backend's priors would serve the other's): CIS's first row includes computing
+every prior once; CIS then runs again over the same questions with the cache warm (a collection queried before).
 ``CAUSALRAG_DTYPE=bfloat16`` measures the transformers half with bf16 weights.
 
 Each method runs with scored tokens normalized over the full vocabulary ("full", before issue 32) and over
@@ -32,7 +32,9 @@ import tempfile
 import time
 from pathlib import Path
 
-os.environ["CAUSALRAG_HOME"] = tempfile.mkdtemp(prefix="causalrag-cost-")  # no user state (and a fresh one per backend below)
+os.environ["CAUSALRAG_HOME"] = tempfile.mkdtemp(
+    prefix="causalrag-cost-"
+)  # no user state (and a fresh one per backend below)
 
 from causalrag.config import settings  # noqa: E402
 from causalrag.eval.runner import EvalConfig, run_eval  # noqa: E402
@@ -43,7 +45,9 @@ COLUMNS = ("seconds", "llm_calls", "prompt_tokens", "new_tokens")
 
 
 def machine() -> str:
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent).stdout.strip()
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent
+    ).stdout.strip()
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     return f"commit {commit or '?'}; {len(os.sched_getaffinity(0))} cores; load average {load}"
 
@@ -76,9 +80,13 @@ def measure(
     """{mode: {label: figures}}: every method in every mode, the modes of one method back to back."""
     os.environ["CAUSALRAG_HOME"] = tempfile.mkdtemp(prefix=f"causalrag-cost-{backend}-")  # p(K) cold for each backend
     if llm is None:
-        os.environ["CAUSALRAG_SHORTLIST"] = "1" if "shortlist" in modes else "0"  # loaded with it; switched per mode below
+        os.environ["CAUSALRAG_SHORTLIST"] = (
+            "1" if "shortlist" in modes else "0"
+        )  # loaded with it; switched per mode below
         llm = load_llm(backend=backend)
-    llm.generate(["Question: What is the capital of France?\nAnswer:"], max_new_tokens=4)  # one-time warm-up, outside every figure
+    llm.generate(
+        ["Question: What is the capital of France?\nAnswer:"], max_new_tokens=4
+    )  # one-time warm-up, outside every figure
     kept = getattr(llm, "shortlist", None)
     rows: dict[str, dict[str, dict[str, float]]] = {mode: {} for mode in modes}
     homes: dict[str, str] = {}
@@ -92,7 +100,9 @@ def measure(
             config = EvalConfig(dataset="hotpotqa", methods=[method], limit=questions, params=params, backend=backend)
             folder = out / f"{backend}-{mode}-{label.split()[0]}{'-warm' if label != method else ''}"
             results = run_eval(config, folder, llm=llm, progress=False)
-            row = rows[mode][label] = {c: statistics.mean(r["wall_seconds" if c == "seconds" else c] for r in results) for c in COLUMNS}
+            row = rows[mode][label] = {
+                c: statistics.mean(r["wall_seconds" if c == "seconds" else c] for r in results) for c in COLUMNS
+            }
             row |= {m: statistics.mean(r[m] for r in results) for m in ("em", "f1", "acc")}
             row["errors"] = sum(bool(r["error"]) for r in results)
             row["answers"] = [r["prediction"] for r in results]
@@ -116,30 +126,47 @@ def table(backend: str, rows: dict[str, dict[str, dict[str, float]]]) -> str:
         times = ""
         for m in modes:
             base = rows[m].get("standard_rag")
-            times += f" {rows[m][label]['seconds']:.2f} | {rows[m][label]['seconds'] / base['seconds']:.2f} |" if base else f" {rows[m][label]['seconds']:.2f} | – |"
+            times += (
+                f" {rows[m][label]['seconds']:.2f} | {rows[m][label]['seconds'] / base['seconds']:.2f} |"
+                if base
+                else f" {rows[m][label]['seconds']:.2f} | – |"
+            )
         scores = " | ".join(" / ".join(f"{rows[m][label][k]:.2f}" for m in modes) for k in ("em", "f1", "acc"))
         answers = [rows[m][label]["answers"] for m in modes]
-        changed = sum(a != b for a, b in zip(answers[0], answers[-1]))
+        changed = sum(a != b for a, b in zip(answers[0], answers[-1], strict=True))
         errors = sum(rows[m][label]["errors"] for m in modes)
-        lines.append(f"| {label} |{times} {r['llm_calls']:.1f} | {r['prompt_tokens']:.0f} | {r['new_tokens']:.0f} | {scores} | {errors:.0f} | {changed} |")
+        lines.append(
+            f"| {label} |{times} {r['llm_calls']:.1f} | {r['prompt_tokens']:.0f} | {r['new_tokens']:.0f} | "
+            f"{scores} | {errors:.0f} | {changed} |"
+        )
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--questions", type=int, default=5)
-    parser.add_argument("--methods", default="all", help="Comma-separated; standard_rag is always measured (the ratios' base).")
+    parser.add_argument(
+        "--methods", default="all", help="Comma-separated; standard_rag is always measured (the ratios' base)."
+    )
     parser.add_argument("--backends", default="transformers,llamacpp")
-    parser.add_argument("--full", action="store_true", help="The papers' defaults instead of the demo's CPU-sized knobs.")
-    parser.add_argument("--shortlist", default="full,shortlist", help="Scored tokens over the full vocabulary, the shortlist, or both.")
+    parser.add_argument(
+        "--full", action="store_true", help="The papers' defaults instead of the demo's CPU-sized knobs."
+    )
+    parser.add_argument(
+        "--shortlist", default="full,shortlist", help="Scored tokens over the full vocabulary, the shortlist, or both."
+    )
     args = parser.parse_args()
     modes = tuple(m for m in MODES if m in args.shortlist.split(","))
     chosen = list(registry()) if args.methods == "all" else args.methods.split(",")
     methods = ["standard_rag", *[m for m in chosen if m != "standard_rag"]]
     backends = [b for b in args.backends.split(",") if b != "llamacpp" or importlib.util.find_spec("llama_cpp")]
     started = time.perf_counter()
-    print(f"cost per question: {args.questions} HotpotQA questions, distractor setting, "
-          f"{'paper defaults' if args.full else 'CPU-sized knobs'}; transformers weights: CAUSALRAG_DTYPE={settings().dtype}; {machine()}", flush=True)
+    print(
+        f"cost per question: {args.questions} HotpotQA questions, distractor setting, "
+        f"{'paper defaults' if args.full else 'CPU-sized knobs'}; "
+        f"transformers weights: CAUSALRAG_DTYPE={settings().dtype}; {machine()}",
+        flush=True,
+    )
     out = Path(tempfile.mkdtemp(prefix="causalrag-cost-runs-"))
     results = {b: measure(b, methods, args.questions, args.full, out, modes) for b in backends}
     for backend, rows in results.items():
@@ -148,7 +175,10 @@ def main() -> None:
         first, *others = backends
         for other in others:
             for mode in modes:
-                speedups = ", ".join(f"{m} {results[first][mode][m]['seconds'] / results[other][mode][m]['seconds']:.1f}×" for m in results[first][mode])
+                speedups = ", ".join(
+                    f"{m} {results[first][mode][m]['seconds'] / results[other][mode][m]['seconds']:.1f}×"
+                    for m in results[first][mode]
+                )
                 print(f"\n{other} vs {first} ({mode}), time per question: {speedups}")
     print(f"\ntotal {time.perf_counter() - started:.0f} s; {machine()}")
 

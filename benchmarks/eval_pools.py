@@ -59,7 +59,10 @@ def main() -> None:
         timings[name] = (time.perf_counter() - start) / args.repeats
     reference = timings["id filter, shared store"]
     passages = sum(len(e.passages) for e in examples)
-    print(f"20 HotpotQA questions, K={args.inject} ({passages} pool passages); first pass with embedding: {embed_seconds:.1f}s")
+    print(
+        f"20 HotpotQA questions, K={args.inject} ({passages} pool passages); "
+        f"first pass with embedding: {embed_seconds:.1f}s"
+    )
     print(f"{'strategy (embeddings cached)':<30}{'s/pass':>9}{'ratio':>8}")
     for name, seconds in timings.items():
         print(f"{name:<30}{seconds:>9.2f}{seconds / reference:>8.2f}")

@@ -63,7 +63,9 @@ def unit_costs(llm: LlamaCppLLM, repeats: int = 5) -> dict[str, float]:
 
     def prompt(wanted: int) -> None:
         llm.clear_cache()
-        llm._decode([(t, p, (0,), p >= n - wanted) for p, t in enumerate(tokens)], lambda k, logits: log_normalizer(logits))
+        llm._decode(
+            [(t, p, (0,), p >= n - wanted) for p, t in enumerate(tokens)], lambda k, logits: log_normalizer(logits)
+        )
 
     one, many = median_seconds(lambda: prompt(1), repeats), median_seconds(lambda: prompt(rows), repeats)
     a, b = one / n, (many - one) / (rows - 1)
@@ -84,12 +86,21 @@ def unit_costs(llm: LlamaCppLLM, repeats: int = 5) -> dict[str, float]:
         def hidden(wanted: int) -> None:
             states.clear()
             llm.clear_cache()
-            llm._decode([(t, p, (0,), p >= n - wanted) for p, t in enumerate(tokens)], lambda k, h: states.append(h), hidden=True)
+            llm._decode(
+                [(t, p, (0,), p >= n - wanted) for p, t in enumerate(tokens)],
+                lambda k, h: states.append(h),
+                hidden=True,
+            )
 
-        decoded = (median_seconds(lambda: hidden(rows), repeats) - median_seconds(lambda: hidden(1), repeats)) / (rows - 1)
+        decoded = (median_seconds(lambda: hidden(rows), repeats) - median_seconds(lambda: hidden(1), repeats)) / (
+            rows - 1
+        )
         hidden(rows)
         where = [(0, p + 1) for p in range(n - rows, n)]
-        projected = median_seconds(lambda: llm.shortlist.logprobs(np.stack(states), [tokens + [tokens[0]]], where), repeats) / rows
+        projected = (
+            median_seconds(lambda: llm.shortlist.logprobs(np.stack(states), [tokens + [tokens[0]]], where), repeats)
+            / rows
+        )
         costs |= {"b_s": decoded + projected, "b_s_decode": decoded, "b_s_projection": projected}
         llm.clear_cache()
     return costs
@@ -135,7 +146,9 @@ class Counted:
 FIGURES = ("cells", "rows", "hidden_rows", "calls", "decoding", "projecting")
 
 
-def measure(llm: LlamaCppLLM, methods: list[str], questions: int, modes: tuple[str, ...]) -> dict[str, dict[str, dict[str, float]]]:
+def measure(
+    llm: LlamaCppLLM, methods: list[str], questions: int, modes: tuple[str, ...]
+) -> dict[str, dict[str, dict[str, float]]]:
     """{mode: {label: per-question figures}}; the modes of one method back to back (cost.py's order)."""
     kept = llm.shortlist
     counter, out = Counted(llm), Path(tempfile.mkdtemp(prefix="causalrag-floor-"))
@@ -148,11 +161,19 @@ def measure(llm: LlamaCppLLM, methods: list[str], questions: int, modes: tuple[s
             switch(llm, mode, kept)
             llm.clear_cache()
             before = counter.totals()
-            config = EvalConfig(dataset="hotpotqa", methods=[method], limit=questions, params={method: registry()[method].cpu_params}, backend="llamacpp")
-            results = run_eval(config, out / f"{mode}-{method}{'' if label == method else '-warm'}", llm=llm, progress=False)
-            counts = (now - then for now, then in zip(counter.totals(), before))
+            config = EvalConfig(
+                dataset="hotpotqa",
+                methods=[method],
+                limit=questions,
+                params={method: registry()[method].cpu_params},
+                backend="llamacpp",
+            )
+            results = run_eval(
+                config, out / f"{mode}-{method}{'' if label == method else '-warm'}", llm=llm, progress=False
+            )
+            counts = (now - then for now, then in zip(counter.totals(), before, strict=True))
             row = rows[mode][label] = {"seconds": sum(r["wall_seconds"] for r in results) / questions}
-            row |= {k: v / questions for k, v in zip(FIGURES, counts)}
+            row |= {k: v / questions for k, v in zip(FIGURES, counts, strict=True)}
             row["answers"] = [r["prediction"] for r in results]
             print(f"  {mode} {label}: {row['seconds']:.2f} s/question ({machine()})", flush=True)
     switch(llm, "shortlist", kept)
@@ -162,8 +183,12 @@ def measure(llm: LlamaCppLLM, methods: list[str], questions: int, modes: tuple[s
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--questions", type=int, default=3)
-    parser.add_argument("--methods", default="all", help="Comma-separated; standard_rag is always measured (the ratios' base).")
-    parser.add_argument("--shortlist", default="full,shortlist", help="Scored tokens over the full vocabulary, the shortlist, or both.")
+    parser.add_argument(
+        "--methods", default="all", help="Comma-separated; standard_rag is always measured (the ratios' base)."
+    )
+    parser.add_argument(
+        "--shortlist", default="full,shortlist", help="Scored tokens over the full vocabulary, the shortlist, or both."
+    )
     args = parser.parse_args()
     modes = tuple(m for m in MODES if m in args.shortlist.split(","))
     chosen = list(registry()) if args.methods == "all" else args.methods.split(",")
@@ -180,18 +205,29 @@ def main() -> None:
     rows = measure(llm, methods, args.questions, modes)
     for mode_rows in rows.values():
         for r in mode_rows.values():
-            r["work"] = unit["a"] * r["cells"] + unit["b"] * r["rows"] + unit.get("b_s", 0.0) * r["hidden_rows"] + unit["c"] * r["calls"]
-    print("\n| method | mode | s/q | × std | in llama.cpp s/q | projection s/q | outside s/q | cells/q | logit rows/q | "
-          "shortlist rows/q | decode calls/q | work s/q | work × std | answers changed |")
+            r["work"] = (
+                unit["a"] * r["cells"]
+                + unit["b"] * r["rows"]
+                + unit.get("b_s", 0.0) * r["hidden_rows"]
+                + unit["c"] * r["calls"]
+            )
+    print(
+        "\n| method | mode | s/q | × std | in llama.cpp s/q | projection s/q | outside s/q | cells/q | logit rows/q | "
+        "shortlist rows/q | decode calls/q | work s/q | work × std | answers changed |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     first = rows[modes[0]]
     for label in first:
         for mode in modes:
             r, base = rows[mode][label], rows[mode]["standard_rag"]
-            changed = sum(a != b for a, b in zip(first[label]["answers"], r["answers"]))
-            print(f"| {label} | {mode} | {r['seconds']:.2f} | {r['seconds'] / base['seconds']:.2f} | {r['decoding']:.2f} | {r['projecting']:.2f} | "
-                  f"{r['seconds'] - r['decoding']:.2f} | {r['cells']:.0f} | {r['rows']:.0f} | {r['hidden_rows']:.0f} | {r['calls']:.0f} | "
-                  f"{r['work']:.2f} | {r['work'] / base['work']:.2f} | {changed if mode != modes[0] else '–'} |")
+            changed = sum(a != b for a, b in zip(first[label]["answers"], r["answers"], strict=True))
+            print(
+                f"| {label} | {mode} | {r['seconds']:.2f} | {r['seconds'] / base['seconds']:.2f} | "
+                f"{r['decoding']:.2f} | {r['projecting']:.2f} | "
+                f"{r['seconds'] - r['decoding']:.2f} | {r['cells']:.0f} | "
+                f"{r['rows']:.0f} | {r['hidden_rows']:.0f} | {r['calls']:.0f} | "
+                f"{r['work']:.2f} | {r['work'] / base['work']:.2f} | {changed if mode != modes[0] else '–'} |"
+            )
     print(f"\n{machine()}")
 
 

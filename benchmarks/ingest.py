@@ -15,10 +15,10 @@ import os
 import tempfile
 import time
 
+from store import synthetic  # noqa: E402  (benchmarks/ is the script's folder)
+
 from causalrag.tools.encoders import EMBED_BATCH, default_embeddings
 from causalrag.tools.store import Store
-
-from store import synthetic  # noqa: E402  (benchmarks/ is the script's folder)
 
 
 def main() -> None:
@@ -26,7 +26,9 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--batch-sizes", default="16,32,64,128")
-    parser.add_argument("--chunks", default="128,1024", help="Store.add chunk sizes (passages per embedding call and upsert).")
+    parser.add_argument(
+        "--chunks", default="128,1024", help="Store.add chunk sizes (passages per embedding call and upsert)."
+    )
     args = parser.parse_args()
     embeddings = default_embeddings()
     model = embeddings._client  # the SentenceTransformer that langchain-huggingface wraps

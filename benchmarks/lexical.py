@@ -42,13 +42,12 @@ need("dev", "rank_bm25")
 import numpy as np  # noqa: E402
 from rank_bm25 import BM25Okapi  # noqa: E402
 from scipy import sparse  # noqa: E402
+from store import percentile, synthetic  # noqa: E402  (benchmarks/ is the script's folder)
 
 from causalrag.corpus import hotpotqa_questions  # noqa: E402
 from causalrag.eval.datasets import load_dataset  # noqa: E402
 from causalrag.eval.settings import gold_ids  # noqa: E402
 from causalrag.tools.lexical import LexicalIndex, tokenize  # noqa: E402
-
-from store import percentile, synthetic  # noqa: E402  (benchmarks/ is the script's folder)
 
 K1, B, EPSILON = 1.5, 0.75, 0.25
 
@@ -100,7 +99,9 @@ class HandWritten:
     def save(self, folder: Path) -> None:
         folder.mkdir(parents=True)
         m = self.matrix
-        for name, part in zip(self.PARTS, (self.ids, self.lengths, m.indptr, m.indices, m.data, self.vocab)):
+        for name, part in zip(
+            self.PARTS, (self.ids, self.lengths, m.indptr, m.indices, m.data, self.vocab), strict=True
+        ):
             np.save(folder / f"{name}.npy", part)
 
     @classmethod
@@ -210,7 +211,7 @@ def main() -> None:
                 times.append(time.perf_counter() - start)
                 mine.append(best(scores))
             shared, shared0 = (sum(map(overlap, mine, reference)) / len(queries) for reference in (top, top0))
-            same = sum(a == b for a, b in zip(mine, top))
+            same = sum(a == b for a, b in zip(mine, top, strict=True))
             files = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 2**20
             held = subprocess.run([sys.executable, "-c", AFTER_LOAD, str(folder), name, str(Path(__file__).parent)],
                                   capture_output=True, text=True, check=True).stdout.strip()
@@ -222,12 +223,18 @@ def main() -> None:
           f"{'ε=0 overlap':>13}{'same top 10':>13}{'files MB':>10}{'new process MB':>16}")
     for name, s, mb, peak, times, shared, shared0, same, files, held in rows:
         t = [x * 1000 for x in times]
-        print(f"{name:<14}{s:>9.1f}{mb:>9.0f}{peak:>9.0f}{statistics.median(t):>8.1f}{percentile(t, 95):>8.1f}"
-              f"{shared:>9.3f}{shared0:>13.3f}{f'{same}/{len(queries)}':>13}{'' if files is None else f'{files:.0f}':>10}"
-              f"{held or '':>16}")
+        print(
+            f"{name:<14}{s:>9.1f}{mb:>9.0f}{peak:>9.0f}{statistics.median(t):>8.1f}{percentile(t, 95):>8.1f}"
+            f"{shared:>9.3f}{shared0:>13.3f}{f'{same}/{len(queries)}':>13}{'' if files is None else f'{files:.0f}':>10}"
+            f"{held or '':>16}"
+        )
     print(f"load average {os.getloadavg()}")
     print(f"{'HotpotQA-20 gold recall':<26}{'distractor @2':>14}{'@5':>6}{'open @2':>9}{'@5':>6}")
-    for name, kind in (("rank_bm25 (hand-written)", HandWritten), ("bm25s okapi", LexicalIndex), ("bm25s lucene", Lucene)):
+    for name, kind in (
+        ("rank_bm25 (hand-written)", HandWritten),
+        ("bm25s okapi", LexicalIndex),
+        ("bm25s lucene", Lucene),
+    ):
         found = [gold_recall(kind, k, setting) for setting in ("distractor", "open") for k in (2, 5)]
         print(f"{name:<26}{found[0]:>14.3f}{found[1]:>6.3f}{found[2]:>9.3f}{found[3]:>6.3f}")
 

@@ -16,13 +16,15 @@ import torch
 from causalrag.corpus import hotpotqa_questions
 from causalrag.prompts.common import answer_prompt
 from causalrag.tools.llm import load_llm
-from causalrag.tools.usage import metered
 from causalrag.tools.store import Passage
+from causalrag.tools.usage import metered
 
 
 def prompts(n: int) -> list[str]:
     rows = hotpotqa_questions()[:n]
-    return [answer_prompt(r["question"], [Passage(t, " ".join(s)).to_document() for t, s in r["context"][:2]]) for r in rows]
+    return [
+        answer_prompt(r["question"], [Passage(t, " ".join(s)).to_document() for t, s in r["context"][:2]]) for r in rows
+    ]
 
 
 def timed(fn):
@@ -58,12 +60,17 @@ def main() -> None:
     for _ in range(args.repeats):
         start = time.perf_counter()
         with torch.inference_mode():
-            out = llm.model.generate(**ids, max_new_tokens=args.new_tokens, do_sample=False, pad_token_id=llm.tokenizer.pad_token_id)
+            out = llm.model.generate(
+                **ids, max_new_tokens=args.new_tokens, do_sample=False, pad_token_id=llm.tokenizer.pad_token_id
+            )
         raw_rates.append((out.shape[1] - ids["input_ids"].shape[1]) / (time.perf_counter() - start))
         seconds, usage = timed(lambda: llm.generate([one], max_new_tokens=args.new_tokens))
         ours_rates.append(usage.new_tokens / seconds)
 
-    print(f"model {llm.name} on {llm.device}, {torch.get_num_threads()} threads, {args.new_tokens} new tokens, best of {args.repeats}")
+    print(
+        f"model {llm.name} on {llm.device}, {torch.get_num_threads()} threads, {args.new_tokens} new tokens, "
+        f"best of {args.repeats}"
+    )
     print(f"{'setting':<22}{'new tok/s':>10}{'seconds':>9}")
     for name, (rate, seconds) in best.items():
         print(f"{name:<22}{rate:>10.1f}{seconds:>9.2f}")

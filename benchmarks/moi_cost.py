@@ -29,8 +29,8 @@ from causalrag.nodes.moi_solve import (
 )
 from causalrag.tools.encoders import default_embeddings
 from causalrag.tools.llm import default_llm
-from causalrag.tools.usage import metered
 from causalrag.tools.store import Store
+from causalrag.tools.usage import metered
 
 
 def proposals(n: int, full: int, prefix: int) -> dict[str, list[tuple[int, ...]]]:
@@ -82,7 +82,9 @@ def main() -> None:
                 weights.append(fit.weights)
         reference = rankings[names[0]]
         for name in names:
-            stats[name]["tau"].append(kendalltau(positions(rankings[name]), positions(reference)).statistic if name != names[0] else 1.0)
+            stats[name]["tau"].append(
+                kendalltau(positions(rankings[name]), positions(reference)).statistic if name != names[0] else 1.0
+            )
             stats[name]["top2"].append(overlap(rankings[name], reference, 2))
         print(ex.id, {n: rankings[n] for n in names}, flush=True)
 
@@ -90,12 +92,21 @@ def main() -> None:
         return statistics.mean(stats[name][key])
 
     full_s, full_tokens = mean(names[0], "s"), mean(names[0], "tokens")
-    print(f"\n{args.questions} HotpotQA questions, n={args.n} passages each (per-question means; ratios vs the full mixture)")
-    print(f"{'proposal':<22}{'seqs':>6}{'passes':>8}{'tokens':>8}{'seconds':>9}{'time ×':>8}{'tokens ×':>9}{'τ vs full':>10}{'top2 ∩':>8}{'gold@1':>8}")
+    print(
+        f"\n{args.questions} HotpotQA questions, n={args.n} passages each "
+        "(per-question means; ratios vs the full mixture)"
+    )
+    print(
+        f"{'proposal':<22}{'seqs':>6}{'passes':>8}{'tokens':>8}{'seconds':>9}{'time ×':>8}{'tokens ×':>9}"
+        f"{'τ vs full':>10}{'top2 ∩':>8}{'gold@1':>8}"
+    )
     for name in names:
-        print(f"{name:<22}{mean(name, 'calls'):6.0f}{mean(name, 'passes'):8.0f}{mean(name, 'tokens'):8.0f}{mean(name, 's'):9.1f}"
-              f"{mean(name, 's') / full_s:8.3f}{mean(name, 'tokens') / full_tokens:9.3f}{mean(name, 'tau'):10.2f}"
-              f"{mean(name, 'top2'):8.2f}{mean(name, 'gold@1'):8.2f}")
+        print(
+            f"{name:<22}{mean(name, 'calls'):6.0f}{mean(name, 'passes'):8.0f}{mean(name, 'tokens'):8.0f}"
+            f"{mean(name, 's'):9.1f}"
+            f"{mean(name, 's') / full_s:8.3f}{mean(name, 'tokens') / full_tokens:9.3f}{mean(name, 'tau'):10.2f}"
+            f"{mean(name, 'top2'):8.2f}{mean(name, 'gold@1'):8.2f}"
+        )
     avg_w = [round(statistics.mean(w[j] for w in weights), 3) for j in range(len(weights[0]))]
     print(f"mean position weights w of the full mixture (position 0 = first passage of the prompt): {avg_w}")
 

@@ -45,7 +45,14 @@ def questions(spec: str, limit: int):
 
 def counters(trace: list[dict]) -> Counter:
     """The method's fallback counters summed over its trace."""
-    keys = ("cot_fallbacks", "requery_fallbacks", "empty_answer", "empty_final_fallback", "gates_uninformative_llm", "parse_fallbacks")
+    keys = (
+        "cot_fallbacks",
+        "requery_fallbacks",
+        "empty_answer",
+        "empty_final_fallback",
+        "gates_uninformative_llm",
+        "parse_fallbacks",
+    )
     found = Counter({k: e[k] for e in trace for k in keys if e.get(k)})
     checks = [e["sc"] for e in trace if e.get("node") == "check"]
     found["sc_judgments"] = len(checks)
@@ -72,7 +79,9 @@ def main() -> None:
     for spec in args.datasets.split(","):
         rows = {name: [] for name in runs}
         examples = questions(spec, args.limit)
-        print(f"\n## {spec}: {len(examples)} questions ({'open' if spec == 'demo' else 'distractor'} setting)", flush=True)
+        print(
+            f"\n## {spec}: {len(examples)} questions ({'open' if spec == 'demo' else 'distractor'} setting)", flush=True
+        )
         for ex, ids in examples:
             for name, (method, params) in runs.items():
                 start = time.perf_counter()
@@ -87,8 +96,11 @@ def main() -> None:
                     "counters": counters(trace),
                 }
                 rows[name].append(row)
-                print(f"{ex.id[:12]:>12} {name:<22} em={row['em']:.0f} f1={row['f1']:.2f} it={row['iterations']} "
-                      f"calls={row['llm_calls']} s={seconds:.1f} answer={state['answer']!r} gold={ex.answers[0]!r}", flush=True)
+                print(
+                    f"{ex.id[:12]:>12} {name:<22} em={row['em']:.0f} f1={row['f1']:.2f} it={row['iterations']} "
+                    f"calls={row['llm_calls']} s={seconds:.1f} answer={state['answer']!r} gold={ex.answers[0]!r}",
+                    flush=True,
+                )
         report(rows, args.max_iterations)
 
 
@@ -98,7 +110,7 @@ def report(rows: dict[str, list[dict]], max_iterations: int) -> None:
     for name, found in rows.items():
         if not found:
             continue
-        mean = lambda key: statistics.mean(r[key] for r in found)  # noqa: E731
+        mean = lambda key, found=found: statistics.mean(r[key] for r in found)  # noqa: E731
         print(f"{name:<22}{len(found):>4}{100 * mean('em'):>7.1f}{100 * mean('f1'):>7.1f}{mean('llm_calls'):>9.1f}"
               f"{mean('new_tokens'):>10.1f}{mean('prompt_tokens'):>13.0f}{mean('seconds'):>8.1f}"
               + (f"  ({mean('seconds') / base:.1f}× standard_rag)" if base and name != "standard_rag" else ""))
@@ -107,9 +119,11 @@ def report(rows: dict[str, list[dict]], max_iterations: int) -> None:
             continue
         used = Counter(r["iterations"] for r in found)
         stops = Counter(r["stopped_at"] for r in found if r["stopped_at"])
-        print(f"\n{name}: iterations used {dict(sorted(used.items()))}; "
-              f"self-consistency stop fired at iteration {dict(sorted(stops.items()))} "
-              f"({sum(stops.values())}/{len(found)}), never (ran to {max_iterations}): {len(found) - sum(stops.values())}")
+        print(
+            f"\n{name}: iterations used {dict(sorted(used.items()))}; "
+            f"self-consistency stop fired at iteration {dict(sorted(stops.items()))} "
+            f"({sum(stops.values())}/{len(found)}), never (ran to {max_iterations}): {len(found) - sum(stops.values())}"
+        )
         print("  counters:", dict(sum((r["counters"] for r in found), Counter())))
 
 

@@ -181,34 +181,44 @@ def replay(llm, recorder: Recorder, k: int, sizes: list[int]) -> None:
 
     for name, args, kwargs in recorder.calls:
         if name == "yes_probability":
-            off = timed(0, lambda: llm.yes_probability(*args, **kwargs))
+            off = timed(0, lambda args=args, kwargs=kwargs: llm.yes_probability(*args, **kwargs))
             for size in sizes:
                 yes[size] += [
-                    abs(a - b) for a, b in zip(timed(size, lambda: llm.yes_probability(*args, **kwargs)), off)
+                    abs(a - b)
+                    for a, b in zip(
+                        timed(size, lambda args=args, kwargs=kwargs: llm.yes_probability(*args, **kwargs)),
+                        off,
+                        strict=True,
+                    )
                 ]
             continue
         if name == "logprob":
             prefixes, continuations = args[:2]
-            runs = {size: timed(size, lambda: llm.token_logprobs(prefixes, continuations)) for size in [0, *sizes]}
+            runs = {
+                size: timed(size, lambda p=prefixes, c=continuations: llm.token_logprobs(p, c)) for size in [0, *sizes]
+            }
         else:
             captured = []
             option_logprobs = llm.option_logprobs
 
-            def keeping(*a, **kw):
+            def keeping(*a, captured=captured, option_logprobs=option_logprobs, **kw):
                 captured.append(option_logprobs(*a, **kw))
                 return captured[-1]
 
             llm.option_logprobs = keeping
             try:
-                results = {size: timed(size, lambda: llm.choose(*args, **kwargs)) for size in [0, *sizes]}
+                results = {
+                    size: timed(size, lambda args=args, kwargs=kwargs: llm.choose(*args, **kwargs))
+                    for size in [0, *sizes]
+                }
             finally:
                 del llm.option_logprobs
             choices += len(results[0])
             for size in sizes:
-                same[size] += sum(a.best == b.best for a, b in zip(results[0], results[size]))
-            runs = {size: [t for prompt in c for t in prompt] for size, c in zip([0, *sizes], captured)}
+                same[size] += sum(a.best == b.best for a, b in zip(results[0], results[size], strict=True))
+            runs = {size: [t for prompt in c for t in prompt] for size, c in zip([0, *sizes], captured, strict=True)}
         for size in sizes:
-            deltas[size] += [b - a for x, y in zip(runs[0], runs[size]) for a, b in zip(x, y)]
+            deltas[size] += [b - a for x, y in zip(runs[0], runs[size], strict=True) for a, b in zip(x, y, strict=True)]
     rankings = {"CIS": {size: [0, 0] for size in sizes}, "MoI": {size: [0, 0] for size in sizes}}
     for question, docs, form, use_prior in recorder.cis:
         ranks = {}
@@ -216,7 +226,12 @@ def replay(llm, recorder: Recorder, k: int, sizes: list[int]) -> None:
             scorer = CISScorer(
                 llm, form=form, use_prior=use_prior, cache=PriorCache(Path(tempfile.mkdtemp()) / "prior.sqlite")
             )
-            scores = [s.cis for s in switched(llm, variants.get(size, False), lambda: scorer.score(question, docs))]
+            scores = [
+                s.cis
+                for s in switched(
+                    llm, variants.get(size, False), lambda scorer=scorer, q=question, d=docs: scorer.score(q, d)
+                )
+            ]
             ranks[size] = sorted(range(len(scores)), key=lambda i: -scores[i])
         for size in sizes:
             rankings["CIS"][size][0] += ranks[0] == ranks[size]
@@ -225,7 +240,9 @@ def replay(llm, recorder: Recorder, k: int, sizes: list[int]) -> None:
         ranks = {}
         for size in [0, *sizes]:
             scores, _ = switched(
-                llm, variants.get(size, False), lambda: moi_nodes.saliency(llm, question, candidates, perms)
+                llm,
+                variants.get(size, False),
+                lambda q=question, c=candidates, p=perms: moi_nodes.saliency(llm, q, c, p),
             )
             ranks[size] = utility_ranking(solve_position_bias(perms, scores, len(candidates), ridge=ridge).utilities)
         for size in sizes:
@@ -273,7 +290,9 @@ def answers(llm, methods: list[str], conflict: int, hotpot: int, out: Path) -> N
                         for r in switched(
                             llm,
                             mode == "shortlist",
-                            lambda: run_eval(config, out / f"{dataset}-{method}-{mode}", llm=llm, progress=False),
+                            lambda config=config, folder=out / f"{dataset}-{method}-{mode}": run_eval(
+                                config, folder, llm=llm, progress=False
+                            ),
                         )
                     }
                 )

@@ -39,7 +39,9 @@ print(time.perf_counter() - start)
 
 def synthetic(n: int, seed: int = 0) -> list[Passage]:
     rng = random.Random(seed)
-    sentences = [s.strip() for q in hotpotqa_questions() for _, sents in q["context"] for s in sents if len(s.split()) > 5]
+    sentences = [
+        s.strip() for q in hotpotqa_questions() for _, sents in q["context"] for s in sents if len(s.split()) > 5
+    ]
     return [Passage(f"doc {i}", " ".join(rng.sample(sentences, 3)) + f" (record {i})") for i in range(n)]
 
 
@@ -61,7 +63,16 @@ def main() -> None:
     questions = [q["question"] for q in hotpotqa_questions()]
     queries = [questions[i % len(questions)] for i in range(args.queries)]
     print(f"{args.embeddings} embeddings; {len(os.sched_getaffinity(0))} cores; load average {os.getloadavg()}")
-    header = ("passages", "ingest/s", "dense p50/p95 ms", "bm25 p50/p95 ms", "hybrid p50/p95 ms", "bm25 build s", "2nd process s", "peak RSS MB")
+    header = (
+        "passages",
+        "ingest/s",
+        "dense p50/p95 ms",
+        "bm25 p50/p95 ms",
+        "hybrid p50/p95 ms",
+        "bm25 build s",
+        "2nd process s",
+        "peak RSS MB",
+    )
     print("".join(f"{h:>19}" for h in header), flush=True)
     for size in map(int, args.sizes.split(",")):
         passages = synthetic(size)

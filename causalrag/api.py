@@ -1,15 +1,29 @@
-"""The one-call API: ``answer(question, method=..., collection=...)``."""
+"""The one-call API: ``answer(question, method=..., collection=...)``, and what a program (such as the
+command line) needs around a graph: the registry, contexts, input checks and a run's results as JSON."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from causalrag.config import DEMO_COLLECTION
 from causalrag.budget import check_question, question_may_overflow
-from causalrag.graphs.registry import Method, build_graph, get_method, make_context, methods
-from causalrag.nodes.common import llm_of, question_of
+from causalrag.config import DEMO_COLLECTION
+from causalrag.graphs.registry import Method, build_graph, get_method, make_context, methods, parse_params
+from causalrag.nodes.common import doc_json, llm_of, question_of, summarize_trace
+from causalrag.state.base import RAGContext
 from causalrag.text import readable
+
+__all__ = [
+    "METHODS",
+    "answer",
+    "build_graph",
+    "check_fits",
+    "doc_json",
+    "make_context",
+    "parse_params",
+    "question_text",
+    "summarize_trace",
+]
 
 
 class _Methods(Mapping[str, Method]):
@@ -18,7 +32,7 @@ class _Methods(Mapping[str, Method]):
     def __getitem__(self, name: str) -> Method:
         return get_method(name)  # an UnknownMethodError is a KeyError too, so ``in`` and ``.get`` still work
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(methods())
 
     def __len__(self) -> int:
@@ -44,11 +58,21 @@ def answer(
     ``llm=`` and ``store=`` objects. Bad input fails here, before any graph runs: an empty question,
     a parameter of the wrong type or range, a question too long for the model.
     """
-    question = question_of({"question": readable(question.decode("utf-8", "replace") if isinstance(question, bytes) else question or "")})
+    question = question_text(question)
     ctx = make_context(method, collection=collection, **params)
-    if question_may_overflow(question):
-        check_question(llm_of(ctx), question)
+    check_fits(question, ctx)
     return build_graph(method).invoke({"question": question}, context=ctx)
 
 
-__all__ = ["METHODS", "answer", "build_graph"]
+def question_text(question: str | bytes | None) -> str:
+    """``question`` as a graph takes it: one clean line (bytes that are not UTF-8 and control characters made
+    harmless), or :class:`~causalrag.errors.EmptyQuestionError` when nothing is left."""
+    text = question.decode("utf-8", "replace") if isinstance(question, bytes) else question or ""
+    return question_of({"question": readable(text)})
+
+
+def check_fits(question: str, context: RAGContext) -> None:
+    """:class:`~causalrag.errors.QuestionTooLongError` (one sentence) when ``question`` leaves the context's
+    model no room for a method's prompt and answer: checked before any retrieval, not deep in a backend."""
+    if question_may_overflow(question):
+        check_question(llm_of(context), question)

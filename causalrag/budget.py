@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from langchain_core.documents import Document
 
 from causalrag.errors import QuestionTooLongError
-from causalrag.tools.backends.base import estimate_tokens
+from causalrag.tools.backends.base import LLM, estimate_tokens
 
 SAFETY = 16
 """Tokens kept free beside the reply (llama.cpp keeps a few cells of its cache free per batch)."""
@@ -44,18 +44,18 @@ class Fitted:
         return {"budget_dropped": self.dropped, "budget_trimmed": self.trimmed} if self.dropped or self.trimmed else {}
 
 
-def count_tokens(llm, texts: Sequence[str]) -> list[int]:
+def count_tokens(llm: LLM, texts: Sequence[str]) -> list[int]:
     counter = getattr(llm, "count_tokens", None)
     return list(counter(texts)) if callable(counter) else estimate_tokens(texts)
 
 
-def room(llm, reply_tokens: int) -> int | None:
+def room(llm: LLM, reply_tokens: int) -> int | None:
     """Tokens a prompt may take with ``reply_tokens`` left for the reply; None when the model does not say."""
     window = getattr(llm, "context_window", None)
     return None if window is None else int(window) - int(reply_tokens) - SAFETY
 
 
-def _fits(llm, prompt: str, limit: int) -> bool:
+def _fits(llm: LLM, prompt: str, limit: int) -> bool:
     return count_tokens(llm, [prompt])[0] <= limit
 
 
@@ -69,7 +69,7 @@ def question_may_overflow(question: str) -> bool:
     return estimate_tokens([question])[0] >= SURELY_FITS
 
 
-def check_question(llm, question: str, *, reserve: int = PROMPT_ROOM) -> None:
+def check_question(llm: LLM, question: str, *, reserve: int = PROMPT_ROOM) -> None:
     """Raise :class:`QuestionTooLongError` when ``question`` alone leaves no room for a method's prompt and reply."""
     window = getattr(llm, "context_window", None)
     if window is None:
@@ -79,7 +79,7 @@ def check_question(llm, question: str, *, reserve: int = PROMPT_ROOM) -> None:
         raise QuestionTooLongError(tokens, int(window), reserve)
 
 
-def fit_prompt(llm, prompt: str, *, reply_tokens: int) -> None:
+def fit_prompt(llm: LLM, prompt: str, *, reply_tokens: int) -> None:
     """Raise :class:`QuestionTooLongError` when a prompt with no passages left to drop does not fit."""
     limit = room(llm, reply_tokens)
     if limit is not None and not _fits(llm, prompt, limit):
@@ -87,7 +87,7 @@ def fit_prompt(llm, prompt: str, *, reply_tokens: int) -> None:
 
 
 def fit_passages(
-    llm, prompt: Callable[[list[Document]], str], documents: Sequence[Document], *, reply_tokens: int
+    llm: LLM, prompt: Callable[[list[Document]], str], documents: Sequence[Document], *, reply_tokens: int
 ) -> Fitted:
     """The longest best-ranked prefix of ``documents`` whose ``prompt(prefix)`` fits with ``reply_tokens`` to spare.
 
@@ -112,10 +112,13 @@ def fit_passages(
     return Fitted([best], dropped=len(docs) - 1, trimmed=1)
 
 
-def _trimmed(llm, prompt: Callable[[list[Document]], str], doc: Document, limit: int) -> Document | None:
+def _trimmed(llm: LLM, prompt: Callable[[list[Document]], str], doc: Document, limit: int) -> Document | None:
     """``doc`` cut to its most leading words that still fit, or None when not even one word does."""
     words = doc.page_content.split()
-    cut = lambda n: Document(id=doc.id, page_content=" ".join(words[:n]) + " …", metadata={**doc.metadata, "trimmed": True})  # noqa: E731
+
+    def cut(n: int) -> Document:
+        return Document(id=doc.id, page_content=" ".join(words[:n]) + " …", metadata={**doc.metadata, "trimmed": True})
+
     low, high = 0, len(words)  # cut(low) fits (0 = none), cut(high + 1) does not
     while low < high:
         mid = (low + high + 1) // 2

@@ -15,9 +15,10 @@ import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from langgraph.checkpoint.base import BaseCheckpointSaver
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointMetadata
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from causalrag.config import settings
@@ -48,7 +49,8 @@ def sqlite_checkpointer(path: str | Path | None = None) -> Iterator[BaseCheckpoi
         yield SqliteSaver(conn)
     except sqlite3.DatabaseError as exc:  # a damaged or foreign file: say so, never overwrite it
         raise CausalRAGError(
-            f"The checkpoint database {path} cannot be read ({exc}): move it away to start a new one, or run without --thread."
+            f"The checkpoint database {path} cannot be read ({exc}): move it away "
+            "to start a new one, or run without --thread."
         ) from exc
     finally:
         conn.close()
@@ -62,14 +64,18 @@ def _hidden(url: str) -> str:
 def _postgres_error(url: str, exc: BaseException) -> CausalRAGError:
     said = " ".join(str(exc).split())[:200] or type(exc).__name__
     return CausalRAGError(
-        f"No PostgreSQL database takes checkpoints at CAUSALRAG_CHECKPOINT_URL={_hidden(url)} ({said}): start the server, "
-        "fix the URL (postgresql://USER:PASSWORD@HOST:PORT/DATABASE), or unset it to keep checkpoints in SQLite."
+        f"No PostgreSQL database takes checkpoints at CAUSALRAG_CHECKPOINT_URL={_hidden(url)} "
+        f"({said}): start the server, fix the URL (postgresql://USER:PASSWORD@HOST:PORT/DATABASE), "
+        "or unset it to keep checkpoints in SQLite."
     )
 
 
 def _check_url(url: str) -> None:
     if not url.startswith(POSTGRES_SCHEMES):
-        raise CausalRAGError(f"CAUSALRAG_CHECKPOINT_URL={_hidden(url)} is not a postgresql:// URL: write postgresql://USER:PASSWORD@HOST:PORT/DATABASE, or unset it.")
+        raise CausalRAGError(
+            f"CAUSALRAG_CHECKPOINT_URL={_hidden(url)} is not a postgresql:// URL: write "
+            "postgresql://USER:PASSWORD@HOST:PORT/DATABASE, or unset it."
+        )
 
 
 def _postgres():
@@ -77,7 +83,10 @@ def _postgres():
         import psycopg
         from langgraph.checkpoint.postgres import PostgresSaver
     except ImportError as exc:
-        raise CausalRAGError('Checkpoints in PostgreSQL need langgraph-checkpoint-postgres: run `pip install "causalrag[postgres]"`, or unset CAUSALRAG_CHECKPOINT_URL.') from exc
+        raise CausalRAGError(
+            'Checkpoints in PostgreSQL need langgraph-checkpoint-postgres: run `pip install "causalrag[postgres]"`, '
+            'or unset CAUSALRAG_CHECKPOINT_URL.'
+        ) from exc
     return psycopg, PostgresSaver
 
 
@@ -90,7 +99,9 @@ def postgres_checkpointer(url: str) -> Iterator[BaseCheckpointSaver]:
     from psycopg.rows import dict_row
 
     try:  # the saver's own settings (from_conn_string): autocommit, no prepared statements, dict rows
-        conn = psycopg.Connection.connect(url, autocommit=True, prepare_threshold=0, row_factory=dict_row, connect_timeout=10)
+        conn = psycopg.Connection.connect(
+            url, autocommit=True, prepare_threshold=0, row_factory=dict_row, connect_timeout=10
+        )
     except psycopg.Error as exc:
         raise _postgres_error(url, exc) from exc
     with conn:
@@ -115,7 +126,9 @@ async def server_checkpointer() -> AsyncIterator[Any]:
     from psycopg.rows import dict_row
 
     try:
-        conn = await psycopg.AsyncConnection.connect(url, autocommit=True, prepare_threshold=0, row_factory=dict_row, connect_timeout=10)
+        conn = await psycopg.AsyncConnection.connect(
+            url, autocommit=True, prepare_threshold=0, row_factory=dict_row, connect_timeout=10
+        )
     except psycopg.Error as exc:
         raise _postgres_error(url, exc) from exc
     class ServerPostgresSaver(AsyncPostgresSaver):
@@ -131,23 +144,23 @@ async def server_checkpointer() -> AsyncIterator[Any]:
         yield saver
 
 
-def _json_only(metadata: dict) -> dict:
+def _json_only(metadata: CheckpointMetadata) -> CheckpointMetadata:
     """``metadata`` without the values that are not JSON (objects bound in the run's config)."""
     import json
 
-    kept = {}
+    kept: dict[str, Any] = {}
     for key, value in metadata.items():
         try:
             json.dumps(value)
         except (TypeError, ValueError):
             continue
         kept[key] = value
-    return kept
+    return cast(CheckpointMetadata, kept)  # the same keys, fewer of them
 
 
-def thread_config(thread: str, method: str | None = None) -> dict:
+def thread_config(thread: str, method: str | None = None) -> RunnableConfig:
     """Run config for ``thread``; the method name rides in the checkpoint metadata for ``history``."""
-    config: dict = {"configurable": {"thread_id": thread}}
+    config: RunnableConfig = {"configurable": {"thread_id": thread}}
     if method:
         config["metadata"] = {"method": method}
     return config
@@ -157,8 +170,10 @@ def thread_method(saver: BaseCheckpointSaver, thread: str) -> str:
     """The method a thread was run with (from its latest checkpoint's metadata)."""
     latest = saver.get_tuple(thread_config(thread))
     if latest is None:
-        raise CausalRAGError(f"Thread {thread!r} has no stored steps: run `causalrag ask QUESTION --thread {thread}` first.")
+        raise CausalRAGError(
+            f"Thread {thread!r} has no stored steps: run `causalrag ask QUESTION --thread {thread}` first."
+        )
     method = (latest.metadata or {}).get("method")
-    if not method:
+    if not method or not isinstance(method, str):
         raise CausalRAGError(f"Thread {thread!r} was not stored by causalrag: use another thread id.")
     return method

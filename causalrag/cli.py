@@ -12,34 +12,50 @@ import os
 import re
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-import causalrag  # noqa: F401  (sets the offline environment first)
+import causalrag  # first: it sets the offline environment
 from causalrag.config import DEMO_COLLECTION
 from causalrag.errors import CausalRAGError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, help="Robust RAG methods as LangGraph graphs.")
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
+
+    from causalrag.prompts.cis import Form
+    from causalrag.state.base import RAGContext
+    from causalrag.tools.store import Mode
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Robust RAG methods as LangGraph graphs.",
+)
 out = Console()
 err = Console(stderr=True, soft_wrap=True)
 
-ModelOpt = Annotated[Optional[str], typer.Option("--model", help="Local model folder, .gguf file or hub id.")]
+ModelOpt = Annotated[str | None, typer.Option("--model", help="Local model folder, .gguf file or hub id.")]
 BackendOpt = Annotated[
-    Optional[str], typer.Option("--backend", help="LLM backend: auto, transformers, llamacpp or openai (default: CAUSALRAG_BACKEND).")
+    str | None,
+    typer.Option("--backend", help="LLM backend: auto, transformers, llamacpp or openai (default: CAUSALRAG_BACKEND)."),
 ]
 CollectionOpt = Annotated[str, typer.Option("--collection", "-c", help="Chroma collection.")]
 ParamOpt = Annotated[list[str], typer.Option("--param", "-p", help="Method parameter NAME=VALUE (repeatable).")]
 
 
 # --------------------------------------------------------------------------- helpers
-def _context(method: str, collection: str, model: str | None, params: list[str], backend: str | None = None, **fixed: Any):
+def _context(
+    method: str, collection: str, model: str | None, params: list[str], backend: str | None = None, **fixed: Any
+) -> RAGContext:
+    from causalrag.api import make_context, parse_params
     from causalrag.config import settings
-    from causalrag.graphs.registry import make_context, parse_params
     from causalrag.tools.llm import load_llm
 
     fixed = {k: v for k, v in fixed.items() if v is not None}
@@ -84,7 +100,9 @@ def read_question(question: str | None, question_file: Path | None) -> str | Non
         try:
             return decode_text(question_file.read_bytes())
         except OSError as exc:
-            raise CausalRAGError(f"Cannot read the question file {question_file}: {exc.strerror or exc}; pass a readable text file.") from None
+            raise CausalRAGError(
+                f"Cannot read the question file {question_file}: {exc.strerror or exc}; pass a readable text file."
+            ) from None
     if question == "-":
         return decode_text(sys.stdin.buffer.read())
     if question is None:
@@ -102,33 +120,49 @@ def print_event(event: dict) -> None:
         out.print(line("\n", (stage, "bold cyan"), f" evidence ({len(event['documents'])}):"))
         for i, d in enumerate(event["documents"], 1):
             score = f"{d['score']:.3f}" if isinstance(d.get("score"), (int, float)) else "   - "
-            out.print(line(f"  {i:>2}. [{score}] ", (_short(d.get("title", ""), 60), "bold"), f": {_short(d['text'], 90)}"), highlight=False)
+            out.print(
+                line(f"  {i:>2}. [{score}] ", (_short(d.get("title", ""), 60), "bold"), f": {_short(d['text'], 90)}"),
+                highlight=False,
+            )
         return
     if kind == "answer":
         out.print(line("\n", (f"{stage} →", "bold green"), f" {_short(event['answer'], 400)}"), highlight=False)
         return
     payload = {k: v for k, v in event.items() if k not in ("type", "stage")}
-    out.print(line("\n", (f"{stage} {kind}", "magenta"), f": {_short(json.dumps(payload, default=str), 160)}"), highlight=False)
+    out.print(
+        line("\n", (f"{stage} {kind}", "magenta"), f": {_short(json.dumps(payload, default=str), 160)}"),
+        highlight=False,
+    )
 
 
-def run_graph(method: str, question: str | None, ctx: Any, *, stream: bool, checkpointer: Any = None, config: dict | None = None) -> dict:
+def run_graph(
+    method: str,
+    question: str | None,
+    ctx: Any,
+    *,
+    stream: bool,
+    checkpointer: Any = None,
+    config: RunnableConfig | None = None,
+) -> dict:
     """Invoke (or stream, printing as events arrive) and return the final state.
 
     ``question=None`` resumes the thread in ``config`` from its last checkpoint.
     """
-    from causalrag.graphs.registry import build_graph
-
-    graph = build_graph(method, checkpointer=checkpointer)
+    graph = causalrag.build_graph(method, checkpointer=checkpointer)
     inputs = None if question is None else {"question": question}
     if not stream:
         return graph.invoke(inputs, config, context=ctx)
     final: dict = {}
-    for mode, chunk in graph.stream(inputs, config, context=ctx, stream_mode=["updates", "custom", "values"]):
+    events = graph.stream(inputs, config, context=ctx, stream_mode=["updates", "custom", "values"])
+    # with a list of stream modes every event is a (mode, chunk) pair; langgraph's return type does not say so
+    for mode, chunk in cast(Iterator[tuple[str, Any]], events):
         if mode == "custom":
             print_event(chunk)
         elif mode == "updates":
             for node, update in chunk.items():
-                spent = next((e for e in (update or {}).get("trace", []) if e.get("node") == node), {})
+                spent: dict[str, Any] = next(
+                    (e for e in (update or {}).get("trace", []) if e.get("node") == node), {}
+                )
                 out.print(f"\n[dim]✓ {node} ({spent.get('seconds', 0):.1f}s, {spent.get('llm_calls', 0)} LLM calls)[/]")
         else:
             final = chunk
@@ -137,20 +171,23 @@ def run_graph(method: str, question: str | None, ctx: Any, *, stream: bool, chec
 
 
 def result_json(state: dict) -> dict:
-    from causalrag.nodes.common import doc_json, summarize_trace
+    from causalrag.api import doc_json, summarize_trace
 
     docs = [{k: d[k] for k in ("id", "title", "text", "score")} for d in map(doc_json, state.get("documents", []))]
-    return {"answer": state.get("answer", ""), "documents": docs, "trace": state.get("trace", []), "cost": summarize_trace(state.get("trace", []))}
+    return {
+        "answer": state.get("answer", ""),
+        "documents": docs,
+        "trace": state.get("trace", []),
+        "cost": summarize_trace(state.get("trace", [])),
+    }
 
 
 # --------------------------------------------------------------------------- commands
 @app.command()
 def methods() -> None:
     """List the methods and their parameters."""
-    from causalrag.graphs.registry import methods as registry
-
     table = Table("method", "what it does", "parameters (defaults)")
-    for m in registry().values():
+    for m in causalrag.METHODS.values():
         params = ", ".join(f"{k}={v}" for k, v in m.parameters().items() if k not in ("collection", "ids"))
         table.add_row(m.name, m.summary, params)
     out.print(table)
@@ -162,7 +199,10 @@ def ingest(
     collection: CollectionOpt = DEMO_COLLECTION,
     words: Annotated[int, typer.Option(help="Words per passage.", min=1)] = 100,
     keep_history: Annotated[
-        bool, typer.Option("--keep-history", help="Keep the passages of files that changed or were deleted since the last ingest.")
+        bool,
+        typer.Option(
+            "--keep-history", help="Keep the passages of files that changed or were deleted since the last ingest."
+        ),
     ] = False,
 ) -> None:
     """Split files into ~100-word passages and add the new ones to a collection.
@@ -184,15 +224,19 @@ def ingest(
 
 @app.command()
 def ask(
-    question: Annotated[Optional[str], typer.Argument(help="The question; - reads it from standard input (omit with --resume).")] = None,
-    question_file: Annotated[Optional[Path], typer.Option("--question-file", "-f", help="Read the question from this file (long questions).")] = None,
-    method: Annotated[Optional[str], typer.Option("--method", "-m", help="Default: standard_rag.")] = None,
+    question: Annotated[
+        str | None, typer.Argument(help="The question; - reads it from standard input (omit with --resume).")
+    ] = None,
+    question_file: Annotated[
+        Path | None, typer.Option("--question-file", "-f", help="Read the question from this file (long questions).")
+    ] = None,
+    method: Annotated[str | None, typer.Option("--method", "-m", help="Default: standard_rag.")] = None,
     collection: CollectionOpt = DEMO_COLLECTION,
-    k: Annotated[Optional[int], typer.Option(help="Passages for the answer step.")] = None,
-    retrieval: Annotated[Optional[str], typer.Option(help="dense, bm25 or hybrid.")] = None,
+    k: Annotated[int | None, typer.Option(help="Passages for the answer step.")] = None,
+    retrieval: Annotated[str | None, typer.Option(help="dense, bm25 or hybrid.")] = None,
     stream: Annotated[bool, typer.Option("--stream", help="Print evidence and tokens as they come.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the answer, documents and trace as JSON.")] = False,
-    thread: Annotated[Optional[str], typer.Option(help="Persist every step under this thread id (SQLite).")] = None,
+    thread: Annotated[str | None, typer.Option(help="Persist every step under this thread id (SQLite).")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the --thread's interrupted run.")] = False,
     model: ModelOpt = None,
     backend: BackendOpt = None,
@@ -201,23 +245,21 @@ def ask(
     """Answer a question with a method."""
     from contextlib import nullcontext
 
-    from causalrag.budget import check_question, question_may_overflow
+    from causalrag.api import check_fits, question_text
     from causalrag.checkpoints import checkpointer, thread_config, thread_method
-    from causalrag.nodes.common import llm_of, question_of
-    from causalrag.text import readable
 
     if resume and not thread:
         raise CausalRAGError("--resume needs the --thread id of the run to continue.")
     if not resume:
-        question = question_of({"question": readable(read_question(question, question_file) or "")})
+        question = question_text(read_question(question, question_file))
     with checkpointer() if thread else nullcontext() as saver:
-        if resume:
+        if resume and saver is not None and thread:  # --resume comes with a --thread (checked above)
             method = method or thread_method(saver, thread)
             question = None
         method = method or "standard_rag"
         ctx = _context(method, collection, model, param, backend, k=k, retrieval=retrieval)
-        if question is not None and question_may_overflow(question):
-            check_question(llm_of(ctx), question)  # before any retrieval: one sentence, not an overflow deep in a backend
+        if question is not None:
+            check_fits(question, ctx)
         config = thread_config(thread, method) if thread else None
         state = run_graph(method, question, ctx, stream=stream and not as_json, checkpointer=saver, config=config)
     result = result_json(state)
@@ -229,19 +271,23 @@ def ask(
             out.print(line(f"  {i}. ", (_short(d["title"], 60), "bold"), f": {_short(d['text'], 90)}"), highlight=False)
     cost = result["cost"]
     out.print(line(("Answer:", "bold green"), f" {_short(result['answer'], 400) or '(no answer)'}"), highlight=False)
-    out.print(f"[dim]{method}: {cost['llm_calls']} LLM calls, {cost['prompt_tokens']} prompt + {cost['new_tokens']} new tokens, {cost['seconds']:.1f}s[/]")
+    out.print(
+        f"[dim]{method}: {cost['llm_calls']} LLM calls, {cost['prompt_tokens']} prompt + {cost['new_tokens']} new "
+        f"tokens, {cost['seconds']:.1f}s[/]"
+    )
 
 
 @app.command()
 def history(thread: Annotated[str, typer.Option(help="Thread id given to `ask --thread`.")]) -> None:
     """List the stored steps of a thread, newest first."""
     from causalrag.checkpoints import checkpointer, thread_config, thread_method
-    from causalrag.graphs.registry import build_graph
 
     with checkpointer() as saver:
         method = thread_method(saver, thread)
-        graph = build_graph(method, checkpointer=saver)
-        table = Table("step", "next", "question", "answer", "documents", "last node", title=f"thread {thread} ({method})")
+        graph = causalrag.build_graph(method, checkpointer=saver)
+        table = Table(
+            "step", "next", "question", "answer", "documents", "last node", title=f"thread {thread} ({method})"
+        )
         for snap in graph.get_state_history(thread_config(thread)):
             values = snap.values or {}
             trace = values.get("trace") or []
@@ -262,13 +308,11 @@ def draw(
     out_file: Annotated[Path, typer.Option("--out", "-o", help="FILE.png (graphviz) or FILE.mmd (Mermaid text).")],
 ) -> None:
     """Draw a method's graph offline (PNG through pygraphviz, or Mermaid text)."""
-    from causalrag.graphs.registry import build_graph
-
-    graph = build_graph(method).get_graph()
+    graph = causalrag.build_graph(method).get_graph()
     if out_file.suffix in (".png", ".mmd", ".mermaid"):
         out_file.parent.mkdir(parents=True, exist_ok=True)
     if out_file.suffix == ".png":
-        out_file.write_bytes(graph.draw_png())
+        out_file.write_bytes(graph.draw_png(None))  # no file: the PNG's bytes
     elif out_file.suffix in (".mmd", ".mermaid"):
         out_file.write_text(graph.draw_mermaid(), encoding="utf-8")
     else:
@@ -278,8 +322,11 @@ def draw(
 
 @app.command()
 def demo(
-    methods_: Annotated[Optional[str], typer.Option("--methods", help="Comma-separated methods (default: all).")] = None,
-    questions: Annotated[int, typer.Option(help="How many demo questions: the trap first, then a knowledge conflict and a bridge question.")] = 1,
+    methods_: Annotated[str | None, typer.Option("--methods", help="Comma-separated methods (default: all).")] = None,
+    questions: Annotated[
+        int,
+        typer.Option(help="How many demo questions: the trap first, then a knowledge conflict and a bridge question."),
+    ] = 1,
     full: Annotated[bool, typer.Option("--full", help="The papers' defaults even on a CPU (slower).")] = False,
     model: ModelOpt = None,
     backend: BackendOpt = None,
@@ -290,20 +337,22 @@ def demo(
     and, on the transformers backend of a CPU with native bf16, bf16 weights (unless
     ``CAUSALRAG_DTYPE`` is set), unless ``--full`` is given.
     """
-    from causalrag.corpus import demo_questions, open_store
-    from causalrag.graphs.registry import methods as registry
     from causalrag.config import settings
-    from causalrag.tools.backends.base import cpu_has_bf16, pick_device
-    from causalrag.tools.llm import choose_backend
+    from causalrag.corpus import demo_questions, open_store
+    from causalrag.tools.llm import choose_backend, cpu_has_bf16, pick_device
 
-    chosen = methods_.split(",") if methods_ else list(registry())
+    registry = causalrag.METHODS
+    chosen = methods_.split(",") if methods_ else list(registry)
     sized = not full and pick_device() == "cpu"
     chosen_backend = choose_backend(backend, model)
     if sized and chosen_backend == "transformers" and cpu_has_bf16():
-        os.environ.setdefault("CAUSALRAG_DTYPE", "bfloat16")  # half the bytes per decoded token; CAUSALRAG_DTYPE=float32 keeps fp32
+        # half the bytes per decoded token; CAUSALRAG_DTYPE=float32 keeps fp32
+        os.environ.setdefault("CAUSALRAG_DTYPE", "bfloat16")
     dtype = f" ({settings().dtype} weights)" if chosen_backend == "transformers" else ""
     out.print(line(("causalrag demo", "bold"), f" — methods: {', '.join(chosen)}; backend: {chosen_backend}{dtype}"))
-    knobs = "; ".join(f"{m}: {registry()[m].cpu_params}" for m in chosen if m in registry() and registry()[m].cpu_params)
+    knobs = "; ".join(
+        f"{m}: {registry[m].cpu_params}" for m in chosen if m in registry and registry[m].cpu_params
+    )
     if sized and knobs:
         out.print(f"[dim]CPU-sized parameters ({knobs}); --full runs the papers' defaults.[/]")
     started = time.perf_counter()
@@ -314,13 +363,16 @@ def demo(
     for n, q in enumerate(picked, 1):
         for method in chosen:
             out.rule(f"[{n}/{len(picked)}] {method}: {q['question']}  (expected: {q['answers'][0]}; {q['type']})")
-            cpu_params = registry()[method].cpu_params if sized and method in registry() else {}
+            cpu_params = registry[method].cpu_params if sized and method in registry else {}
             ctx = _context(method, DEMO_COLLECTION, model, [], backend, **cpu_params)
             ctx.store = store
             state = run_graph(method, q["question"], ctx, stream=True)
             ok = any(a.lower() in state.get("answer", "").lower() for a in q["answers"])
             score[method] += ok
-            out.print(line(("✓ " if ok else "✗ ", "green" if ok else "red"), f"{method}: {state.get('answer', '')!r}"), highlight=False)
+            out.print(
+                line(("✓ " if ok else "✗ ", "green" if ok else "red"), f"{method}: {state.get('answer', '')!r}"),
+                highlight=False,
+            )
     out.rule("summary")
     for method, s in score.items():
         out.print(f"{method:>14}: {s}/{len(picked)} answers contain the expected string")
@@ -330,9 +382,13 @@ def demo(
 @app.command("distill-cis")
 def distill_cis(
     questions: Annotated[Path, typer.Option(help="Training questions: one a line, or JSONL with a 'question' field.")],
-    out_dir: Annotated[Path, typer.Option("--out", help="Folder for the distilled reranker (and its labels/checkpoints).")],
+    out_dir: Annotated[
+        Path, typer.Option("--out", help="Folder for the distilled reranker (and its labels/checkpoints).")
+    ],
     collection: CollectionOpt = DEMO_COLLECTION,
-    n: Annotated[int, typer.Option("--n", help="Candidates per question (paper: 100; ~1 min per question on a CPU).")] = 100,
+    n: Annotated[
+        int, typer.Option("--n", help="Candidates per question (paper: 100; ~1 min per question on a CPU).")
+    ] = 100,
     retrieval: Annotated[str, typer.Option(help="First stage: bm25 (paper), dense or hybrid.")] = "bm25",
     form: Annotated[str, typer.Option(help="CIS prompt form of the teacher: qa or plain.")] = "qa",
     epochs: Annotated[int, typer.Option()] = 3,
@@ -340,7 +396,9 @@ def distill_cis(
     lr: Annotated[float, typer.Option()] = 3e-5,
     max_length: Annotated[int, typer.Option(help="Max tokens of question + passage.")] = 256,
     seed: Annotated[int, typer.Option()] = 0,
-    resume: Annotated[bool, typer.Option("--resume/--restart", help="Continue from saved labels and epoch checkpoints.")] = True,
+    resume: Annotated[
+        bool, typer.Option("--resume/--restart", help="Continue from saved labels and epoch checkpoints.")
+    ] = True,
     model: ModelOpt = None,
 ) -> None:
     """Distill CIS into a small cross-encoder (paper §4.2); use it with `--param reranker=cis-distilled`."""
@@ -351,22 +409,33 @@ def distill_cis(
 
     asked = read_questions(questions)
     store = open_store(collection)
-    scorer = CISScorer(load_llm(model) if model else default_llm(), form=form)
+    # any form but "plain" is the qa form (prompts.cis.query_prefix); Store.retrieve rejects an unknown mode
+    scorer = CISScorer(load_llm(model) if model else default_llm(), form=cast("Form", form))
     config = DistillConfig(epochs=epochs, batch_size=batch_size, lr=lr, max_length=max_length, seed=seed)
-    _, losses, pairs = distill_from_store(scorer, store, asked, out_dir, n_candidates=n, retrieval=retrieval, config=config, resume=resume)
-    out.print(line(
-        f"distilled {pairs} ⟨question, passage, CIS⟩ pairs from {len(asked)} questions → {out_dir} "
-        f"(epoch losses {', '.join(f'{x:.3f}' for x in losses)}; p(K) computed {scorer.prior_computed}, cached {scorer.prior_hits})"
-    ))
-    out.print(line(f"use it: causalrag ask \"…\" --method cis -c {collection} -p reranker=cis-distilled -p distilled_path={out_dir}"))
+    _, losses, pairs = distill_from_store(
+        scorer, store, asked, out_dir, n_candidates=n, retrieval=cast("Mode", retrieval), config=config, resume=resume
+    )
+    out.print(
+        line(
+            f"distilled {pairs} ⟨question, passage, CIS⟩ pairs from {len(asked)} questions → "
+            f"{out_dir} (epoch losses {', '.join(f'{x:.3f}' for x in losses)}; p(K) computed "
+            f"{scorer.prior_computed}, cached {scorer.prior_hits})"
+        )
+    )
+    out.print(
+        line(
+            f'use it: causalrag ask "…" --method cis -c {collection} -p '
+            f'reranker=cis-distilled -p distilled_path={out_dir}'
+        )
+    )
 
 
 def _method_params(methods: list[str], raw: list[str], *, cpu: bool = False) -> dict[str, dict[str, Any]]:
     """Each chosen method's parameters: its ``cpu_params`` with ``cpu``, then every ``NAME=VALUE`` for
     each chosen method that has NAME and every ``METHOD.NAME=VALUE`` for that method alone."""
-    from causalrag.graphs.registry import get_method, parse_params
+    from causalrag.api import parse_params
 
-    chosen = {m: get_method(m) for m in methods}
+    chosen = {m: causalrag.METHODS[m] for m in methods}
     params: dict[str, dict[str, Any]] = {m: dict(chosen[m].cpu_params) if cpu else {} for m in methods}
     for item in raw:
         owner, dot, assignment = item.partition("=")[0].partition(".")
@@ -374,7 +443,10 @@ def _method_params(methods: list[str], raw: list[str], *, cpu: bool = False) -> 
             raise CausalRAGError(f"-p {item!r} is set by eval itself (each question's pool, or --collection): drop it.")
         if dot:
             if owner not in chosen:
-                raise CausalRAGError(f"-p {item!r} is for method {owner!r}, which is not in --methods: add it there or drop the parameter.")
+                raise CausalRAGError(
+                    f"-p {item!r} is for method {owner!r}, which is not in "
+                    "--methods: add it there or drop the parameter."
+                )
             targets, assignment = [owner], item.partition(".")[2]
         else:
             targets, assignment = [m for m in methods if owner.strip() in chosen[m].parameters()], item
@@ -387,25 +459,63 @@ def _method_params(methods: list[str], raw: list[str], *, cpu: bool = False) -> 
 
 @app.command("eval")
 def eval_(
-    dataset: Annotated[str, typer.Option(help="demo, hotpotqa, hotpotqa:PATH (HotpotQA/2Wiki JSON), jsonl:PATH (FlashRAG), conflict (bundled conflict/trap set), robust (bundled robustness suite, 8 conditions) or rgb:PATH (RGB), with a condition after ?: hotpotqa?swap=1 (answer-swap conflict), robust?split=test&condition=all_wrong,no_relevant, rgb:PATH?passages=5&noise=0.4&swapped=2.")] = "hotpotqa",
+    dataset: Annotated[
+        str,
+        typer.Option(
+            help="demo, hotpotqa, hotpotqa:PATH (HotpotQA/2Wiki JSON), jsonl:PATH (FlashRAG), conflict (bundled "
+            "conflict/trap set), robust (bundled robustness suite, 8 conditions) or rgb:PATH (RGB), with a condition "
+            "after ?: hotpotqa?swap=1 (answer-swap conflict), robust?split=test&condition=all_wrong,no_relevant, "
+            "rgb:PATH?passages=5&noise=0.4&swapped=2."
+        ),
+    ] = "hotpotqa",
     methods_: Annotated[str, typer.Option("--methods", help="Comma-separated methods.")] = "no_rag,standard_rag",
-    setting: Annotated[str, typer.Option(help="distractor (each question's own paragraphs) or open (all paragraphs).")] = "distractor",
-    inject: Annotated[str, typer.Option(help="Comma-separated numbers K of misleading passages to add, e.g. 0,4,8.")] = "0",
-    limit: Annotated[Optional[int], typer.Option(help="First N questions only.")] = None,
-    out_dir: Annotated[Path, typer.Option("--out", help="Run folder (rerun the same command to resume).")] = Path("runs/eval"),
+    setting: Annotated[
+        str, typer.Option(help="distractor (each question's own paragraphs) or open (all paragraphs).")
+    ] = "distractor",
+    inject: Annotated[
+        str, typer.Option(help="Comma-separated numbers K of misleading passages to add, e.g. 0,4,8.")
+    ] = "0",
+    limit: Annotated[int | None, typer.Option(help="First N questions only.")] = None,
+    out_dir: Annotated[Path, typer.Option("--out", help="Run folder (rerun the same command to resume).")] = Path(
+        "runs/eval"
+    ),
     seed: Annotated[int, typer.Option(help="Seed of the injected passages.")] = 0,
-    instruction: Annotated[bool, typer.Option("--instruction", help="Injected passages also carry a prompt-injection sentence.")] = False,
-    collection: Annotated[Optional[str], typer.Option("--collection", "-c", help="Open setting without passage pools: collection to search.")] = None,
+    instruction: Annotated[
+        bool, typer.Option("--instruction", help="Injected passages also carry a prompt-injection sentence.")
+    ] = False,
+    collection: Annotated[
+        str | None, typer.Option("--collection", "-c", help="Open setting without passage pools: collection to search.")
+    ] = None,
     model: ModelOpt = None,
     param: Annotated[
-        list[str], typer.Option("--param", "-p", help="NAME=VALUE for every chosen method that has NAME, or METHOD.NAME=VALUE for one (repeatable).")
+        list[str],
+        typer.Option(
+            "--param",
+            "-p",
+            help="NAME=VALUE for every chosen method that has NAME, or METHOD.NAME=VALUE for one (repeatable).",
+        ),
     ] = [],  # noqa: B006 - typer reads the default
-    cpu: Annotated[bool, typer.Option("--cpu", help="Each method's CPU-sized parameters, as `causalrag demo` uses on a CPU (-p overrides them).")] = False,
+    cpu: Annotated[
+        bool,
+        typer.Option(
+            "--cpu", help="Each method's CPU-sized parameters, as `causalrag demo` uses on a CPU (-p overrides them)."
+        ),
+    ] = False,
     backend: BackendOpt = None,
-    concurrency: Annotated[int, typer.Option(help="Questions in flight at once: their requests overlap on an OpenAI-compatible server; "
-                                                  "a local model answers one call at a time.")] = 1,
-    shard: Annotated[Optional[str], typer.Option(help="I/N: only this machine's share of the questions (by a hash of their ids); "
-                                                      "`causalrag report` merges the N run folders.")] = None,
+    concurrency: Annotated[
+        int,
+        typer.Option(
+            help="Questions in flight at once: their requests overlap on an OpenAI-compatible server; "
+            "a local model answers one call at a time."
+        ),
+    ] = 1,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            help="I/N: only this machine's share of the questions (by a hash of their ids); "
+            "`causalrag report` merges the N run folders."
+        ),
+    ] = None,
 ) -> None:
     """Evaluate methods on a dataset; one JSON line per (method, question, K) in OUT/results.jsonl, resumable."""
     from causalrag.eval.report import markdown_table, summarize
@@ -416,8 +526,20 @@ def eval_(
         ks = sorted({int(k) for k in inject.split(",") if k.strip()})
     except ValueError:
         raise CausalRAGError(f"--inject {inject!r} is not a comma-separated list of numbers, e.g. 0,4,8.") from None
-    config = EvalConfig(dataset, chosen, setting, ks or [0], limit, _method_params(chosen, param, cpu=cpu), model, seed, instruction,
-                        collection, backend, shard)
+    config = EvalConfig(
+        dataset,
+        chosen,
+        setting,
+        ks or [0],
+        limit,
+        _method_params(chosen, param, cpu=cpu),
+        model,
+        seed,
+        instruction,
+        collection,
+        backend,
+        shard,
+    )
     rows = run_eval(config, out_dir, concurrency=concurrency)
     mine = [r for r in rows if r["method"] in chosen and r["inject"] in config.inject]
     out.print(markdown_table(summarize(mine, resamples=500)), highlight=False, markup=False)
@@ -427,11 +549,19 @@ def eval_(
 @app.command()
 def report(
     folders: Annotated[list[Path], typer.Argument(help="Run folder(s) written by `causalrag eval --out`.")],
-    merged: Annotated[Path | None, typer.Option("--out", help="With several runs: the folder that gets the merged run and its report.")] = None,
-    against: Annotated[str | None, typer.Option(
-        "--against", help="Also compare every method with this one (e.g. standard_rag), paired per question: "
-        "ΔAcc and Δmisled with 95 % bootstrap intervals, wins/losses and McNemar's exact p, per condition and pooled, "
-        "into paired.md, paired.csv and paired.png.")] = None,
+    merged: Annotated[
+        Path | None,
+        typer.Option("--out", help="With several runs: the folder that gets the merged run and its report."),
+    ] = None,
+    against: Annotated[
+        str | None,
+        typer.Option(
+            "--against",
+            help="Also compare every method with this one (e.g. standard_rag), paired per question: "
+            "ΔAcc and Δmisled with 95 % bootstrap intervals, wins/losses and McNemar's exact p, per condition and "
+            "pooled, into paired.md, paired.csv and paired.png.",
+        ),
+    ] = None,
 ) -> None:
     """Table (mean and 95 % bootstrap interval per method and K), Markdown, CSV and PNG plots into the run folder.
 
@@ -447,8 +577,17 @@ def report(
     """
     from rich import box
 
-    from causalrag.eval.report import COST_COLUMNS, FALLBACK_COLUMNS, QUALITY_COLUMNS, TERMINAL_COLUMNS, TERMINAL_LEGEND
-    from causalrag.eval.report import paired_blocks, table_rows, write_paired_report, write_report
+    from causalrag.eval.report import (
+        COST_COLUMNS,
+        FALLBACK_COLUMNS,
+        QUALITY_COLUMNS,
+        TERMINAL_COLUMNS,
+        TERMINAL_LEGEND,
+        paired_blocks,
+        table_rows,
+        write_paired_report,
+        write_report,
+    )
     from causalrag.eval.runner import merge_runs
 
     if len(folders) > 1 and merged is None:
@@ -477,7 +616,7 @@ def report(
             fallbacks.add_row(*row)
         out.print(fallbacks)
     written = [result.markdown, result.csv, *result.plots]
-    if paired:
+    if paired and against:  # a paired report is made only --against a baseline
         out.print(line((f"paired with {against}", "bold"), f" ({TERMINAL_LEGEND})"))
         for title, block in paired_blocks(paired.summary, against):
             table = Table(title=Text(title), box=box.SIMPLE)

@@ -1,27 +1,27 @@
 """Settings read from ``CAUSALRAG_*`` environment variables, with defaults that work offline.
 
-| variable            | meaning                                                             | default                  |
-|---------------------|---------------------------------------------------------------------|--------------------------|
-| CAUSALRAG_HOME      | folder with Chroma collections, BM25/score caches and runs          | ``~/.causalrag``          |
-| CAUSALRAG_CACHE     | model cache (plain copies of de-quantized GGUF models)               | ``~/.cache/causalrag``    |
-| CAUSALRAG_MODEL     | local model folder, ``.gguf`` file or hub id                         | bundled Gemma 3 270M     |
-| CAUSALRAG_DEVICE    | ``cuda``, ``mps`` or ``cpu``                                         | best available           |
-| CAUSALRAG_DTYPE     | weights of the transformers backend: ``auto``, ``float32``, ``bfloat16`` or ``float16`` | ``auto``: bf16 on CUDA, fp32 elsewhere |
-| CAUSALRAG_EMBEDDINGS| sentence-transformers model folder                                   | bundled all-MiniLM-L6-v2 |
-| CAUSALRAG_CHROMA_URL| ``http://host:port`` of a Chroma server (client/server mode)         | embedded PersistentClient|
-| CAUSALRAG_CHROMA_TENANT / _DATABASE | tenant and database on that server (they must exist) | ``default_tenant`` / ``default_database`` |
-| CAUSALRAG_CHROMA_TOKEN | sent to the server as ``Authorization: Bearer TOKEN`` (an auth proxy) | none          |
-| CAUSALRAG_CHROMA_HEADERS | JSON object of extra HTTP headers, e.g. ``{"x-chroma-token": "..."}`` (Chroma Cloud) | none |
-| CAUSALRAG_CHECKPOINT_URL | ``postgresql://...``: graph checkpoints (``--thread``) in PostgreSQL, not SQLite | ``$CAUSALRAG_HOME/checkpoints.sqlite`` |
-| CAUSALRAG_BACKEND   | LLM backend: ``auto``, ``transformers``, ``llamacpp`` or ``openai``  | ``auto``                 |
-| CAUSALRAG_SHORTLIST | ``1``: scored tokens normalized over a shortlist (``causalrag.tools.shortlist``)  | ``0``: full softmax |
-| CAUSALRAG_OPENAI_URL| base URL of an OpenAI-compatible server (vLLM, llama-cpp-python)     | none                     |
-| CAUSALRAG_OPENAI_MODEL | model name on that server                                         | the server's first model |
-| CAUSALRAG_OPENAI_API| ``chat`` (chat/completions) or ``completions`` (plain text) for generation | ``chat``          |
-| CAUSALRAG_OPENAI_KEY| API key sent as a bearer token, when the server wants one            | none                     |
-| CAUSALRAG_OPENAI_CHAT_TEMPLATE | Jinja chat-template file of the served model (scored choices on the chat API) | none |
+| variable | meaning | default |
+| --- | --- | --- |
+| CAUSALRAG_HOME | folder with Chroma collections, BM25/score caches and runs | ``~/.causalrag`` |
+| CAUSALRAG_CACHE | model cache (plain copies of de-quantized GGUF models) | ``~/.cache/causalrag`` |
+| CAUSALRAG_MODEL | local model folder, ``.gguf`` file or hub id | bundled Gemma 3 270M |
+| CAUSALRAG_DEVICE | ``cuda``, ``mps`` or ``cpu`` | best available |
+| CAUSALRAG_DTYPE | transformers weights: ``auto``, ``float32``, ``bfloat16``, ``float16`` | ``auto`` (CUDA: bf16) |
+| CAUSALRAG_EMBEDDINGS | sentence-transformers model folder | bundled all-MiniLM-L6-v2 |
+| CAUSALRAG_CHROMA_URL | ``http://host:port`` of a Chroma server (client/server mode) | embedded PersistentClient |
+| CAUSALRAG_CHROMA_TENANT, _DATABASE | tenant, database on that server (existing) | ``default_tenant``, ``_database`` |
+| CAUSALRAG_CHROMA_TOKEN | sent to the server as ``Authorization: Bearer TOKEN`` (an auth proxy) | none |
+| CAUSALRAG_CHROMA_HEADERS | JSON object of extra HTTP headers (Chroma Cloud: ``{"x-chroma-token": "..."}``) | none |
+| CAUSALRAG_CHECKPOINT_URL | ``postgresql://...``: graph checkpoints (``--thread``) in PostgreSQL | SQLite in the home |
+| CAUSALRAG_BACKEND | LLM backend: ``auto``, ``transformers``, ``llamacpp`` or ``openai`` | ``auto`` |
+| CAUSALRAG_SHORTLIST | ``1``: scored tokens normalized over a shortlist (``tools.shortlist``) | ``0``: full softmax |
+| CAUSALRAG_OPENAI_URL | base URL of an OpenAI-compatible server (vLLM, llama-cpp-python) | none |
+| CAUSALRAG_OPENAI_MODEL | model name on that server | the server's first model |
+| CAUSALRAG_OPENAI_API | ``chat`` (chat/completions) or ``completions`` (plain text) for generation | ``chat`` |
+| CAUSALRAG_OPENAI_KEY | API key sent as a bearer token, when the server wants one | none |
+| CAUSALRAG_OPENAI_CHAT_TEMPLATE | Jinja chat-template file of the served model (scored choices on chat) | none |
 | CAUSALRAG_OPENAI_CONTEXT | context window of the served model, in tokens (prompts are fitted to it) | 8192 |
-| CAUSALRAG_OPENAI_CONCURRENCY | requests one client keeps in flight (``causalrag eval --concurrency N`` needs N or more) | 4 |
+| CAUSALRAG_OPENAI_CONCURRENCY | requests one client keeps in flight (``eval --concurrency N`` needs N or more) | 4 |
 """
 
 from __future__ import annotations
@@ -43,7 +43,9 @@ def _env_path(name: str, default: str) -> Path:
 def _env_count(name: str, default: int) -> int:
     text = os.environ.get(name) or str(default)
     if not text.strip().isdigit() or int(text) < 1:
-        raise CausalRAGError(f"{name}={text!r} is not a positive whole number: set it to one, e.g. {default}, or unset it.")
+        raise CausalRAGError(
+            f"{name}={text!r} is not a positive whole number: set it to one, e.g. {default}, or unset it."
+        )
     return int(text)
 
 
@@ -55,7 +57,10 @@ def _headers(name: str, text: str | None) -> dict[str, str]:
     except json.JSONDecodeError:
         value = None
     if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
-        raise CausalRAGError(f'{name} is not a JSON object of header names and values: set it like {{"x-chroma-token": "..."}}, or unset it.')
+        raise CausalRAGError(
+            f"{name} is not a JSON object of header names and values: "
+            'set it like {"x-chroma-token": "..."}, or unset it.'
+        )
     return value
 
 
@@ -69,7 +74,9 @@ class Settings:
     embeddings: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_EMBEDDINGS") or None)
     chroma_url: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_CHROMA_URL") or None)
     chroma_tenant: str = field(default_factory=lambda: os.environ.get("CAUSALRAG_CHROMA_TENANT") or "default_tenant")
-    chroma_database: str = field(default_factory=lambda: os.environ.get("CAUSALRAG_CHROMA_DATABASE") or "default_database")
+    chroma_database: str = field(
+        default_factory=lambda: os.environ.get("CAUSALRAG_CHROMA_DATABASE") or "default_database"
+    )
     chroma_token: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_CHROMA_TOKEN") or None)
     chroma_headers_json: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_CHROMA_HEADERS") or None)
     checkpoint_url: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_CHECKPOINT_URL") or None)
@@ -78,7 +85,9 @@ class Settings:
     openai_model: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_OPENAI_MODEL") or None)
     openai_api: str = field(default_factory=lambda: (os.environ.get("CAUSALRAG_OPENAI_API") or "chat").lower())
     openai_key: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_OPENAI_KEY") or None)
-    openai_chat_template: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_OPENAI_CHAT_TEMPLATE") or None)
+    openai_chat_template: str | None = field(
+        default_factory=lambda: os.environ.get("CAUSALRAG_OPENAI_CHAT_TEMPLATE") or None
+    )
     openai_context: int = field(default_factory=lambda: _env_count("CAUSALRAG_OPENAI_CONTEXT", 8192))
     openai_concurrency: int = field(default_factory=lambda: _env_count("CAUSALRAG_OPENAI_CONCURRENCY", 4))
 

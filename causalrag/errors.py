@@ -35,7 +35,8 @@ class CollectionNotFoundError(CausalRAGError, LookupError):
 class EmptyCollectionError(CausalRAGError, LookupError):
     def __init__(self, name: str) -> None:
         super().__init__(
-            f"Collection {name!r} holds no passages: run `causalrag ingest PATH --collection {name}` with some text files."
+            f"Collection {name!r} holds no passages: run `causalrag ingest PATH "
+            f"--collection {name}` with some text files."
         )
 
 
@@ -51,13 +52,16 @@ class ModelNotFoundError(CausalRAGError, FileNotFoundError):
 class ScoringUnavailableError(CausalRAGError, NotImplementedError):
     def __init__(self, backend: str, what: str) -> None:
         super().__init__(
-            f"The {backend} backend cannot compute {what}: use a local model (the default) or a server that returns token log-probabilities."
+            f"The {backend} backend cannot compute {what}: use a local model (the "
+            "default) or a server that returns token log-probabilities."
         )
 
 
 class UnknownBackendError(CausalRAGError, ValueError):
     def __init__(self, name: str, known: list[str]) -> None:
-        super().__init__(f"Unknown LLM backend {name!r}: choose one of {', '.join(known)} with --backend or CAUSALRAG_BACKEND.")
+        super().__init__(
+            f"Unknown LLM backend {name!r}: choose one of {', '.join(known)} with --backend or CAUSALRAG_BACKEND."
+        )
 
 
 class BackendUnavailableError(CausalRAGError, ImportError):
@@ -72,14 +76,16 @@ class ServerUnreachableError(CausalRAGError, ConnectionError):
             super().__init__("The openai backend needs a server: set CAUSALRAG_OPENAI_URL to its base URL (e.g. http://127.0.0.1:8000/v1).")
             return
         super().__init__(
-            f"No OpenAI-compatible server answers at {url}{detail}: start it or set CAUSALRAG_OPENAI_URL to its base URL (e.g. http://127.0.0.1:8000/v1)."
+            f"No OpenAI-compatible server answers at {url}{detail}: start it or set CAUSALRAG_OPENAI_URL to its base "
+            "URL (e.g. http://127.0.0.1:8000/v1)."
         )
 
 
 class ServerRequestError(CausalRAGError, RuntimeError):
     def __init__(self, url: str, status: int, detail: str) -> None:
         super().__init__(
-            f"The OpenAI-compatible server at {url} rejected the request (HTTP {status}: {detail[:200]}): check CAUSALRAG_OPENAI_MODEL and what the server supports."
+            f"The OpenAI-compatible server at {url} rejected the request (HTTP {status}: {detail[:200]}): check "
+            "CAUSALRAG_OPENAI_MODEL and what the server supports."
         )
 
 
@@ -102,16 +108,17 @@ class InvalidAssignmentError(CausalRAGError, ValueError):
 class QuestionTooLongError(CausalRAGError, ValueError):
     def __init__(self, tokens: int, window: int, reserve: int) -> None:
         super().__init__(
-            f"The question takes {tokens:,} tokens but the model reads at most {window:,}, {reserve:,} of them kept for "
-            "the method's prompt and answer: shorten the question, or use a model with a longer context (--model)."
+            f"The question takes {tokens:,} tokens but the model reads at most {window:,}, "
+            f"{reserve:,} of them kept for the method's prompt and answer: shorten the "
+            "question, or use a model with a longer context (--model)."
         )
 
 
 class StoreUnreachableError(CausalRAGError, ConnectionError):
     def __init__(self, url: str, reason: str) -> None:
         super().__init__(
-            f"No Chroma server at CAUSALRAG_CHROMA_URL={_shown(url)} ({reason}): start one with `chroma run --path DIR` "
-            "and point the variable at it, e.g. http://localhost:8000, or unset it to use the embedded store."
+            f"No Chroma server at CAUSALRAG_CHROMA_URL={_shown(url)} ({reason}): start one with `chroma run --path "
+            "DIR` and point the variable at it, e.g. http://localhost:8000, or unset it to use the embedded store."
         )
 
 

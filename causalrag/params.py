@@ -93,11 +93,14 @@ def _problem(name: str, value: Any) -> str | None:
 
 
 def check_value(method: str, name: str, kind: Any, value: Any) -> Any:
-    """``value`` as field ``name`` of type ``kind`` takes it (an int for a float field becomes a float), or InvalidParameterError."""
+    """``value`` as field ``name`` of type ``kind`` takes it (an int for a float field becomes a float), or
+    InvalidParameterError."""
     if name in OBJECTS:
         if value is None or callable(getattr(value, OBJECTS[name], None)):
             return value
-        raise InvalidParameterError(method, name, value, f"an object with a .{OBJECTS[name]}() method (or None for the default)")
+        raise InvalidParameterError(
+            method, name, value, f"an object with a .{OBJECTS[name]}() method (or None for the default)"
+        )
     base, nullable = _optional(kind)
     if value is None and nullable:
         return value
@@ -126,7 +129,8 @@ def _fits(base: Any, value: Any) -> bool:
 
 
 def check_params(method: str, context: type, params: dict[str, Any]) -> dict[str, Any]:
-    """Every value in ``params`` checked against ``context``'s field types and ranges (names are checked by the registry)."""
+    """Every value in ``params`` checked against ``context``'s field types and ranges (names are checked by the
+    registry)."""
     kinds = field_types(context)
     return {name: check_value(method, name, kinds[name], value) for name, value in params.items() if name in kinds}
 
@@ -142,7 +146,9 @@ def check_context(ctx: Any) -> Any:
 def parse_value(method: str, name: str, kind: Any, text: str) -> Any:
     """A command-line string as field ``name`` of type ``kind`` (checked), or InvalidParameterError."""
     if name in OBJECTS:
-        raise InvalidParameterError(method, name, text, "an object, which the command line cannot pass (use --model or --collection)")
+        raise InvalidParameterError(
+            method, name, text, "an object, which the command line cannot pass (use --model or --collection)"
+        )
     base, nullable = _optional(kind)
     word = text.strip().lower()
     if nullable and word in ("none", "null", ""):

@@ -180,12 +180,15 @@ def grounded(answer: str, text: str) -> str | None:
 # --------------------------------------------------------------------------- answer candidates
 # Explicit options for scored choices: the small default model ranks given options far better than it
 # writes an answer (docs/methods.md), so answers are chosen among spans the evidence itself contains.
-_YES_NO_QUESTION = re.compile(r"^\s*(is|are|was|were|do|does|did|can|could|has|have|had|will|would|should|shall)\b", re.IGNORECASE)
+_YES_NO_QUESTION = re.compile(
+    r"^\s*(is|are|was|were|do|does|did|can|could|has|have|had|will|would|should|shall)\b", re.IGNORECASE
+)
 _EITHER_OR = re.compile(r"[,:]\s*([^,:?]+?)\s+or\s+([^,:?]+?)\s*\?\s*$")
 _SPAN_WORD = re.compile(r"\d[\d,]*\d|\d|[^\W\d_][\w'’\-&]*\.?|[,;:()\"“”]")
 _SPAN_JOINERS = frozenset({"of", "the", "de", "&", "for", "von", "van", "la", "le", "du", "del", "da", "di", "upon"})
 _LEADING_FUNCTION_WORDS = frozenset(
-    "are is was were did does do who what which when where why how in on at a an has have had can could will would".split()
+    "are is was were did does do who what which when where why how in on at a an has have had can could will "
+    "would".split()
 )
 """Capitalized only because a question or sentence starts with them: never part of a name."""
 _NOT_ANSWERS = frozenset(

@@ -21,8 +21,8 @@ class FakeLLM(Judge):
     functions of (prefix, continuation) and of the prompt; ``option`` scores an option of a
     scored choice, ``option(prompt, option) -> log-prob`` (default: the ``logprob`` rule), and
     ``choose`` records every (prompt, options) it is asked in ``choices``. A token is a punctuation
-    mark or up to 8 letters of a word (``count_tokens``), and ``context_window`` bounds prompt + reply like a real model's;
-    with ``enforce_window`` a prompt that overflows it raises, as llama.cpp's full context does.
+    mark or up to 8 letters of a word (``count_tokens``), and ``context_window`` bounds prompt + reply like a real
+    model's; with ``enforce_window`` a prompt that overflows it raises, as llama.cpp's full context does.
     """
 
     name = "fake"
@@ -54,11 +54,10 @@ class FakeLLM(Judge):
         self._cycles: dict[int, Iterator[str]] = {}
 
     def _reply(self, prompt: str) -> str:
-        for key, reply in self.rules:
-            if (re.search(key, prompt) if self.regex else key in prompt):
-                break
-        else:
-            reply = self.default
+        reply = next(
+            (reply for key, reply in self.rules if (re.search(key, prompt) if self.regex else key in prompt)),
+            self.default,
+        )
         if callable(reply):
             return reply(prompt)
         if isinstance(reply, list):
@@ -67,13 +66,17 @@ class FakeLLM(Judge):
         return reply
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        return [sum(-(-len(w) // 8) for w in re.findall(r"\w+|[^\w\s]", t)) for t in texts]  # a long word is several tokens
+        return [
+            sum(-(-len(w) // 8) for w in re.findall(r"\w+|[^\w\s]", t)) for t in texts
+        ]  # a long word is several tokens
 
     def _check_window(self, texts: Sequence[str], reply_tokens: int = 0) -> None:
         if self.enforce_window:
             for tokens in self.count_tokens(texts):
                 if tokens + reply_tokens > self.context_window:
-                    raise ValueError(f"A prompt of {tokens} tokens does not fit the {self.context_window}-token context.")
+                    raise ValueError(
+                        f"A prompt of {tokens} tokens does not fit the {self.context_window}-token context."
+                    )
 
     def generate(self, prompts: Sequence[str], *, max_new_tokens: int = 64, temperature: float = 0.0,
                  n: int = 1, stop: Sequence[str] | None = None, seed: int | None = None) -> list[list[str]]:
@@ -84,15 +87,17 @@ class FakeLLM(Judge):
 
     def stream(self, prompt: str, *, max_new_tokens: int = 64, stop: Sequence[str] | None = None) -> Iterator[str]:
         text = self.generate([prompt], max_new_tokens=max_new_tokens, stop=stop)[0][0]
-        yield from re.findall(r"\s*\S+", text) or ([text] if text else [])  # an empty completion yields nothing, as on real backends
+        yield from re.findall(r"\s*\S+", text) or (
+            [text] if text else []
+        )  # an empty completion yields nothing, as on real backends
 
     def logprob(self, prefixes: Sequence[str], continuations: Sequence[str], *, reduce: str = "sum") -> list[float]:
-        self._check_window([p + c for p, c in zip(prefixes, continuations)])
-        self.scored += list(zip(prefixes, continuations))
+        self._check_window([p + c for p, c in zip(prefixes, continuations, strict=True)])
+        self.scored += list(zip(prefixes, continuations, strict=True))
         record(self.usage, Usage(calls=len(prefixes), forward_passes=1))
-        values = [self._logprob(p, c) for p, c in zip(prefixes, continuations)]
+        values = [self._logprob(p, c) for p, c in zip(prefixes, continuations, strict=True)]
         if reduce == "mean":
-            values = [v / max(1, len(c.split())) for v, c in zip(values, continuations)]
+            values = [v / max(1, len(c.split())) for v, c in zip(values, continuations, strict=True)]
         return values
 
     def yes_probability(self, prompts: Sequence[str]) -> list[float]:
@@ -103,12 +108,14 @@ class FakeLLM(Judge):
 
     def option_logprobs(self, prompts: Sequence[str], options: Sequence[Sequence[str]]) -> list[list[list[float]]]:
         """One pseudo token per word of the option, sharing the rule's log-prob evenly."""
-        self._check_window([p + " " + max(map(str, o), key=len, default="") for p, o in zip(prompts, options)])
-        self.choices += [(p, tuple(o)) for p, o in zip(prompts, options)]
+        self._check_window(
+            [p + " " + max(map(str, o), key=len, default="") for p, o in zip(prompts, options, strict=True)]
+        )
+        self.choices += [(p, tuple(o)) for p, o in zip(prompts, options, strict=True)]
         record(self.usage, Usage(calls=len(prompts), forward_passes=1))
         rule = self._option or self._logprob
         flat = []
-        for p, opts in zip(prompts, options):
+        for p, opts in zip(prompts, options, strict=True):
             for o in opts:
                 words = len(str(o).split())
                 flat.append([rule(p, o) / words] * words if words else [])

@@ -1,4 +1,5 @@
-"""Prompts fitted to the model's window: lowest-ranked passages dropped, the best one trimmed, a too-long question refused."""
+"""Prompts fitted to the model's window: lowest-ranked passages dropped, the best one trimmed, a too-long question
+refused."""
 
 import pytest
 from langchain_core.documents import Document
@@ -9,7 +10,10 @@ from tests.fakes import FakeLLM
 
 
 def docs(n, words=10):
-    return [Document(id=str(i), page_content=" ".join(f"w{i}" for _ in range(words)), metadata={"title": f"T{i}"}) for i in range(n)]
+    return [
+        Document(id=str(i), page_content=" ".join(f"w{i}" for _ in range(words)), metadata={"title": f"T{i}"})
+        for i in range(n)
+    ]
 
 
 def prompt_for(question):
@@ -58,5 +62,7 @@ def test_a_model_without_a_window_is_not_fitted():
         def generate(self, prompts, **kw):
             return [[""] for _ in prompts]
 
-    assert fit_passages(Plain(), prompt_for("why"), docs(50, words=1000), reply_tokens=10).documents == docs(50, words=1000)
+    assert fit_passages(Plain(), prompt_for("why"), docs(50, words=1000), reply_tokens=10).documents == docs(
+        50, words=1000
+    )
     check_question(Plain(), "why " * 100000)

@@ -29,7 +29,9 @@ def test_sqlite_checkpoints_persist_across_connections(memory_store, tmp_path):
     llm = FakeLLM(default=" Rome")
     with sqlite_checkpointer(db) as saver:
         graph = build_graph("standard_rag", llm=llm, store=memory_store, checkpointer=saver)
-        graph.invoke({"question": "Where is the Colosseum?"}, thread_config("t-2", "standard_rag"), interrupt_after=["retrieve"])
+        graph.invoke(
+            {"question": "Where is the Colosseum?"}, thread_config("t-2", "standard_rag"), interrupt_after=["retrieve"]
+        )
     with sqlite_checkpointer(db) as saver:  # a new process would see the same thing
         assert thread_method(saver, "t-2") == "standard_rag"
         graph = build_graph("standard_rag", llm=llm, store=memory_store, checkpointer=saver)

@@ -10,7 +10,9 @@ import pytest
 
 def cli(*args, home, timeout=600):
     env = {**os.environ, "CAUSALRAG_HOME": str(home)}
-    return subprocess.run([sys.executable, "-m", "causalrag.cli", *args], capture_output=True, text=True, env=env, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "causalrag.cli", *args], capture_output=True, text=True, env=env, timeout=timeout
+    )
 
 
 @pytest.mark.parametrize(
@@ -83,15 +85,24 @@ def test_ask_json_and_stream_with_the_real_model(tmp_path):
 
 @pytest.mark.slow
 def test_hostile_passages_and_a_huge_question_with_the_real_model(tmp_path):
-    """Markup and ANSI escapes in a passage print as plain text; a question longer than the model's window is one sentence."""
+    """Markup and ANSI escapes in a passage print as plain text; a question longer than the model's window is one
+    sentence."""
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "castle.txt").write_text("The castle [/bold] was built in [red]1066[/red] by \x1b[2J\x1b[31mWilliam\x1b[0m.", encoding="utf-8")
+    (docs / "castle.txt").write_text(
+        "The castle [/bold] was built in [red]1066[/red] by \x1b[2J\x1b[31mWilliam\x1b[0m.", encoding="utf-8"
+    )
     assert cli("ingest", str(docs), "--collection", "castle", home=tmp_path).returncode == 0
     streamed = cli("ask", "When was the castle built?", "--collection", "castle", "--k", "1", "--stream", home=tmp_path)
     assert streamed.returncode == 0, streamed.stderr
     assert "[/bold]" in streamed.stdout and "\x1b" not in streamed.stdout and "Traceback" not in streamed.stderr
     env = {**os.environ, "CAUSALRAG_HOME": str(tmp_path)}
-    huge = subprocess.run([sys.executable, "-m", "causalrag.cli", "ask", "-", "--collection", "castle"], input="why " * 30_000,
-                          capture_output=True, text=True, env=env, timeout=600)
+    huge = subprocess.run(
+        [sys.executable, "-m", "causalrag.cli", "ask", "-", "--collection", "castle"],
+        input="why " * 30_000,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert huge.returncode == 1 and "shorten the question" in huge.stderr and "Traceback" not in huge.stderr

@@ -80,8 +80,23 @@ def test_distill_cis_command_end_to_end(real_llm, tmp_path):
     store = Store("distill-tiny")
     store.add(PASSAGES)
     (tmp_path / "q.txt").write_text("What is the capital of Australia?\nWhat is the capital of Canada?\n")
-    args = ["distill-cis", "--collection", "distill-tiny", "--questions", str(tmp_path / "q.txt"), "--out", str(tmp_path / "m"),
-            "--n", "3", "--epochs", "1", "--max-length", "64", "--batch-size", "4"]
+    args = [
+        "distill-cis",
+        "--collection",
+        "distill-tiny",
+        "--questions",
+        str(tmp_path / "q.txt"),
+        "--out",
+        str(tmp_path / "m"),
+        "--n",
+        "3",
+        "--epochs",
+        "1",
+        "--max-length",
+        "64",
+        "--batch-size",
+        "4",
+    ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "distilled 6" in result.output and (tmp_path / "m" / "head.pt").exists()

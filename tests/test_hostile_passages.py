@@ -41,7 +41,9 @@ def obeying_llm() -> FakeLLM:
     return FakeLLM(
         default=lambda prompt: "PWNED" if obeys(prompt) else "Paris",
         yes=lambda prompt: 0.99 if obeys(prompt) else 0.2,
-        option=lambda prompt, option: (0.0 if "PWNED" in option else -5.0) if obeys(prompt) else (0.0 if "Paris" in option else -5.0),
+        option=lambda prompt, option: (
+            (0.0 if "PWNED" in option else -5.0) if obeys(prompt) else (0.0 if "Paris" in option else -5.0)
+        ),
         logprob=lambda prefix, cont: -1.0 if obeys(prefix) else -float(len(cont.split())),
     )
 
@@ -54,7 +56,11 @@ assessment are compared on the paper's path here, and the assessment itself is t
 def run(method: str, extra: Passage, **params) -> tuple[dict, FakeLLM]:
     store = Store.in_memory([*FACTS, extra], embeddings=DeterministicFakeEmbedding(size=16))
     llm = obeying_llm()
-    params = {**causalrag.METHODS[method].cpu_params, "k": 5, **params}  # k = the whole store: the notice is always retrieved
+    params = {
+        **causalrag.METHODS[method].cpu_params,
+        "k": 5,
+        **params,
+    }  # k = the whole store: the notice is always retrieved
     return build_graph(method, llm=llm, store=store, **params).invoke({"question": QUESTION}), llm
 
 

@@ -54,7 +54,9 @@ print("done", flush=True)
 
 def start(script: str, *args: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": ROOT}
-    return subprocess.Popen([sys.executable, "-c", script, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen(
+        [sys.executable, "-c", script, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
 
 
 def kill_after(process: subprocess.Popen, marker: str, count: int) -> None:
@@ -87,7 +89,9 @@ def test_ingest_killed_mid_way_then_rerun(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()
     for i in range(600):
-        (docs / f"doc{i:03}.txt").write_text(f"Document {i} says that city {i} lies on river {i % 7}.", encoding="utf-8")
+        (docs / f"doc{i:03}.txt").write_text(
+            f"Document {i} says that city {i} lies on river {i % 7}.", encoding="utf-8"
+        )
     chroma = str(tmp_path / "chroma")
     kill_after(start(INGEST, chroma, str(docs)), "batch", 3)  # two of five batches written, the third in flight
     assert 0 < stored_rows(Path(chroma)) < 600

@@ -24,15 +24,28 @@ def module_name(path: Path) -> str:
 MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 
 
-def import_nodes(name: str) -> list[ast.Import | ast.ImportFrom]:
+def import_nodes(name: str, *, runtime: bool = False) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement of module ``name``; ``runtime=True`` leaves out those under ``if TYPE_CHECKING:``."""
     path = MODULES[name]
-    return [n for n in ast.walk(ast.parse(path.read_text(), str(path))) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    tree = ast.parse(path.read_text(), str(path))
+    typing_only = {
+        id(n)
+        for block in ast.walk(tree)
+        if isinstance(block, ast.If) and ast.unparse(block.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+        for statement in block.body
+        for n in ast.walk(statement)
+    }
+    return [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Import, ast.ImportFrom)) and not (runtime and id(n) in typing_only)
+    ]
 
 
-def imported(name: str) -> set[str]:
+def imported(name: str, *, runtime: bool = False) -> set[str]:
     """The causalrag modules ``name`` imports (``from package import module`` names the module)."""
     found: set[str] = set()
-    for node in import_nodes(name):
+    for node in import_nodes(name, runtime=runtime):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         else:
@@ -46,6 +59,8 @@ def imported(name: str) -> set[str]:
 
 
 GRAPH = {name: imported(name) for name in MODULES}
+RUNTIME = {name: imported(name, runtime=True) for name in MODULES}
+"""Without the imports that only type checkers run (``if TYPE_CHECKING:``)."""
 
 
 def under(name: str, *prefixes: str) -> bool:
@@ -61,7 +76,10 @@ def arrows(source: tuple[str, ...], target: tuple[str, ...]) -> list[str]:
     [
         (("causalrag.tools",), ("causalrag.nodes", "causalrag.graphs", "causalrag.eval", "causalrag.cli")),
         (("causalrag.nodes",), ("causalrag.graphs", "causalrag.eval", "causalrag.cli")),
-        (("causalrag.prompts",), ("causalrag.tools", "causalrag.nodes", "causalrag.graphs", "causalrag.eval", "causalrag.cli")),
+        (
+            ("causalrag.prompts",),
+            ("causalrag.tools", "causalrag.nodes", "causalrag.graphs", "causalrag.eval", "causalrag.cli"),
+        ),
         (("causalrag.tools.backends",), ("causalrag.tools.llm",)),
     ],
     ids=["tools", "nodes", "prompts", "backends"],
@@ -71,13 +89,34 @@ def test_no_arrow_points_back_up(source, forbidden):
 
 
 def test_state_is_plain_data():
-    allowed = ("causalrag.state", "causalrag.config", "causalrag.errors")  # errors: a leaf (a context names an unknown field)
-    assert [f"{a} → {b}" for a, deps in GRAPH.items() if under(a, "causalrag.state") for b in deps if not under(b, *allowed)] == []
+    allowed = (
+        "causalrag.state",
+        "causalrag.config",
+        "causalrag.errors",
+    )  # errors: a leaf (a context names an unknown field)
+    found = [
+        f"{a} → {b}"
+        for a, deps in RUNTIME.items()
+        if under(a, "causalrag.state")
+        for b in deps
+        if not under(b, *allowed)
+    ]
+    assert found == []
+
+
+def test_state_names_tools_for_type_checkers_only():
+    """A context's ``llm`` and ``store`` are typed by the tools' interfaces, imported only when type checking."""
+    interfaces = ("causalrag.tools.backends.base", "causalrag.tools.store")
+    typed = {b for a, deps in GRAPH.items() if under(a, "causalrag.state") for b in deps - RUNTIME[a]}
+    assert typed == set(interfaces)
 
 
 def test_absolute_imports_only():
-    """Relative imports would hide arrows from this test (and backends/openai.py must never be taken for the pip package)."""
-    assert [name for name in MODULES if any(isinstance(n, ast.ImportFrom) and n.level for n in import_nodes(name))] == []
+    """Relative imports would hide arrows from this test (and backends/openai.py must never be taken for the pip
+    package)."""
+    assert [
+        name for name in MODULES if any(isinstance(n, ast.ImportFrom) and n.level for n in import_nodes(name))
+    ] == []
 
 
 def test_text_is_a_leaf():

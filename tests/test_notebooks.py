@@ -15,4 +15,6 @@ def test_notebook_outputs_are_stripped():
     for path in NOTEBOOKS:
         notebook = nbformat.read(path, as_version=4)
         dirty = [i for i, c in enumerate(notebook.cells) if c.cell_type == "code" and (c.outputs or c.execution_count)]
-        assert not dirty, f"{path.name}: cells {dirty} have outputs; strip them (e.g. `jupyter nbconvert --clear-output --inplace`)"
+        assert not dirty, (
+            f"{path.name}: cells {dirty} have outputs; strip them (e.g. `jupyter nbconvert --clear-output --inplace`)"
+        )

@@ -5,7 +5,13 @@ import math
 import pytest
 
 import causalrag
-from causalrag.errors import CausalRAGError, InvalidAssignmentError, InvalidParameterError, UnknownMethodError, UnknownParameterError
+from causalrag.errors import (
+    CausalRAGError,
+    InvalidAssignmentError,
+    InvalidParameterError,
+    UnknownMethodError,
+    UnknownParameterError,
+)
 from causalrag.graphs.registry import build_graph, make_context, parse_params
 from causalrag.params import check_context
 from tests.fakes import FakeLLM

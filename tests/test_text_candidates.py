@@ -4,13 +4,25 @@ import pytest
 
 from causalrag.text import answer_spans, grounded, key_sentences, name_only, question_options
 
-CAST = ("The Family Man is a 2000 American romantic comedy-drama film directed by Brett Ratner, written by David Diamond "
-        "and David Weissman, and starring Nicolas Cage and Téa Leoni. It seats 3,677 seated fans from 1986 to 2013 in \"When in Rome\".")
+CAST = (
+    "The Family Man is a 2000 American romantic comedy-drama film directed by Brett Ratner, written by David Diamond "
+    "and David Weissman, and starring Nicolas Cage and Téa Leoni. "
+    'It seats 3,677 seated fans from 1986 to 2013 in "When in Rome".'
+)
 
 
 def test_spans_are_names_numbers_ranges_and_titles_not_in_the_question():
     spans = answer_spans(CAST, exclude="Who co-wrote The Family Man with David Diamond?", limit=30)
-    for expected in ("Brett Ratner", "David Weissman", "Nicolas Cage", "Téa Leoni", "3,677", "3,677 seated", "from 1986 to 2013", "When in Rome"):
+    for expected in (
+        "Brett Ratner",
+        "David Weissman",
+        "Nicolas Cage",
+        "Téa Leoni",
+        "3,677",
+        "3,677 seated",
+        "from 1986 to 2013",
+        "When in Rome",
+    ):
         assert expected in spans, expected
     assert "David Diamond" not in spans and "Family Man" not in spans  # the question names them
     assert answer_spans("Were Scott Derrickson and Ed Wood of the same nationality?") == ["Scott Derrickson", "Ed Wood"]
@@ -25,7 +37,10 @@ def test_questions_that_name_their_own_options():
 
 def test_key_sentences_keep_text_order():
     text = "Intro here. Bonn lies on the Rhine. It is Beethoven's birthplace. Vienna lies on the Danube."
-    assert key_sentences("Which river flows through Beethoven's birthplace Bonn?", text, 2) == "Bonn lies on the Rhine. It is Beethoven's birthplace."
+    assert (
+        key_sentences("Which river flows through Beethoven's birthplace Bonn?", text, 2)
+        == "Bonn lies on the Rhine. It is Beethoven's birthplace."
+    )
 
 
 def test_grounded_trims_a_written_answer_to_what_the_passage_states():

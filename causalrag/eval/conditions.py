@@ -32,9 +32,9 @@ Every other spec is a plain :func:`causalrag.eval.datasets.load_dataset` set.
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qsl
 
 from causalrag.corpus import DATA
@@ -57,7 +57,9 @@ def parse_spec(spec: str) -> tuple[str, dict]:
     options: dict = {}
     for name, value in parse_qsl(query, keep_blank_values=True):
         if name not in known:
-            raise CausalRAGError(f"Dataset option {name!r} is not one of {', '.join(known)} for {base!r}: see `causalrag eval --help`.")
+            raise CausalRAGError(
+                f"Dataset option {name!r} is not one of {', '.join(known)} for {base!r}: see `causalrag eval --help`."
+            )
         try:
             options[name] = known[name](value)
         except ValueError:
@@ -105,11 +107,11 @@ def load_conflict(path: Path = CONFLICT) -> list[Example]:
 
 
 # --------------------------------------------------------------------------- RGB
-def _texts(value) -> list[str]:
+def _texts(value: Any) -> list[str]:
     return [str(v) for v in (value if isinstance(value, list) else [value] if value else [])]
 
 
-def rgb_answers(value) -> list[str]:
+def rgb_answers(value: Any) -> list[str]:
     """RGB's ``answer``: alternatives (``["a", "b"]``) or, for multi-part answers, a list of parts with
     alternatives each (``[["a", "A"], ["b"]]``); a multi-part answer is scored on its first part."""
     values = value if isinstance(value, list) else [value]
@@ -121,7 +123,10 @@ def rgb_answers(value) -> list[str]:
 def load_rgb(path: Path, *, passages: int = 5, noise: float = 0.4, swapped: int = 0, seed: int = 0) -> list[Example]:
     """RGB rows with pools of ``passages``: noise, answer-swapped and correct passages (see the module)."""
     if passages < 1 or not 0 <= noise <= 1 or not 0 <= swapped <= passages:
-        raise CausalRAGError(f"RGB pool needs passages ≥ 1, 0 ≤ noise ≤ 1 and 0 ≤ swapped ≤ passages (got {passages}, {noise}, {swapped}).")
+        raise CausalRAGError(
+            "RGB pool needs passages ≥ 1, 0 ≤ noise ≤ 1 and 0 ≤ swapped ≤ "
+            f"passages (got {passages}, {noise}, {swapped})."
+        )
     examples = []
     for i, row in enumerate(read_items(path)):
         qid = str(row.get("id", i))
@@ -129,15 +134,25 @@ def load_rgb(path: Path, *, passages: int = 5, noise: float = 0.4, swapped: int 
         n_noise = round(passages * noise)
         n_swapped = min(swapped, passages - n_noise)
         wrong = rng.sample(_texts(row.get("positive_wrong")), min(n_swapped, len(_texts(row.get("positive_wrong")))))
-        right = rng.sample(_texts(row.get("positive")), min(passages - n_noise - len(wrong), len(_texts(row.get("positive")))))
+        right = rng.sample(
+            _texts(row.get("positive")), min(passages - n_noise - len(wrong), len(_texts(row.get("positive"))))
+        )
         negatives = _texts(row.get("negative"))
-        bad = rng.sample(negatives, min(passages - len(wrong) - len(right), len(negatives)))  # short of positives: more noise
+        # short of positives: more noise
+        bad = rng.sample(negatives, min(passages - len(wrong) - len(right), len(negatives)))
         pool = [Passage("", t, "rgb:positive") for t in right] + [Passage("", t, "rgb:positive_wrong") for t in wrong]
         pool += [Passage("", t, "rgb:negative") for t in bad]
         rng.shuffle(pool)
         if "query" not in row or "answer" not in row:
             raise CausalRAGError(f"RGB row {i + 1} of {path} has no query or answer: pass a file in RGB's format.")
-        examples.append(Example(qid, str(row["query"]), rgb_answers(row["answer"]), f"rgb noise={noise} swapped={len(wrong)}",
-                                passages=list({p.id: p for p in pool}.values()),
-                                wrong_answers=rgb_answers(row.get("fakeanswer")) if wrong and row.get("fakeanswer") else []))
+        examples.append(
+            Example(
+                qid,
+                str(row["query"]),
+                rgb_answers(row["answer"]),
+                f"rgb noise={noise} swapped={len(wrong)}",
+                passages=list({p.id: p for p in pool}.values()),
+                wrong_answers=rgb_answers(row.get("fakeanswer")) if wrong and row.get("fakeanswer") else [],
+            )
+        )
     return examples

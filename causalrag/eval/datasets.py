@@ -13,6 +13,7 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from causalrag.corpus import DATA, HOTPOTQA, demo_questions
 from causalrag.errors import CausalRAGError
@@ -39,10 +40,11 @@ class Example:
         return dataclasses.replace(self, wrong_answers=list(dict.fromkeys([*self.wrong_answers, *wrong])))
 
 
-def _pairs(value, first: str, second: str) -> list[tuple]:
+def _pairs(value: Any, first: str, second: str) -> list[tuple[Any, ...]]:
     """``[[a, b], ...]`` (official files) or ``{first: [...], second: [...]}`` (Hugging Face / FlashRAG)."""
     if isinstance(value, dict):
-        return list(zip(value.get(first, []), value.get(second, [])))
+        # a file with one list longer than the other keeps its complete pairs, as the official loaders do
+        return list(zip(value.get(first, []), value.get(second, []), strict=False))
     return [tuple(v[:2]) for v in value or []]
 
 
@@ -59,7 +61,8 @@ def _from_rows(rows: list[dict], source: str) -> list[Example]:
     """
     examples = []
     for i, r in enumerate(rows):
-        meta = r.get("metadata") if isinstance(r.get("metadata"), dict) else {}
+        meta = r.get("metadata")
+        meta = meta if isinstance(meta, dict) else {}
         facts = r.get("supporting_facts", meta.get("supporting_facts"))
         context = r.get("context", meta.get("context"))
         sentences = lambda s: [s] if isinstance(s, str) else s  # noqa: E731 - a paragraph may be one string
@@ -91,12 +94,18 @@ def _demo() -> list[Example]:
     ]
 
 
-def _read_json(path: Path):
+def _read_json(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
-        return json.loads(text) if path.suffix == ".json" else [json.loads(l) for l in text.splitlines() if l.strip()]
+        return (
+            json.loads(text)
+            if path.suffix == ".json"
+            else [json.loads(line) for line in text.splitlines() if line.strip()]
+        )
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CausalRAGError(f"Cannot read dataset {path}: {exc}; pass a readable HotpotQA JSON or JSONL file.") from exc
+        raise CausalRAGError(
+            f"Cannot read dataset {path}: {exc}; pass a readable HotpotQA JSON or JSONL file."
+        ) from exc
 
 
 def load_dataset(spec: str) -> list[Example]:

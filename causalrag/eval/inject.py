@@ -34,6 +34,8 @@ import re
 import string
 from collections.abc import Sequence
 
+from langchain_core.documents import Document
+
 from causalrag.eval.datasets import Example
 from causalrag.eval.metrics import containment, normalize_answer
 from causalrag.text import question_options
@@ -61,7 +63,7 @@ _PUNCT = re.escape(string.punctuation)
 _NUMBER = re.compile(r"\d[\d,]*")
 
 
-def is_injected(passage_or_doc) -> bool:
+def is_injected(passage_or_doc: Passage | Document) -> bool:
     """True for a passage (or retrieved ``Document``) made by this module."""
     source = getattr(passage_or_doc, "source", None) or getattr(passage_or_doc, "metadata", {}).get("source")
     return source == INJECTED
@@ -88,17 +90,23 @@ def _perturb_numbers(answer: str, rng: random.Random) -> str:
     """
     raws = _NUMBER.findall(answer)
     values = [int(r.replace(",", "")) for r in raws]
-    new = [_other_number(v, is_year=1000 <= v <= 2100 and "," not in r, rng=rng) for v, r in zip(values, raws)]
+    new = [
+        _other_number(v, is_year=1000 <= v <= 2100 and "," not in r, rng=rng) for v, r in zip(values, raws, strict=True)
+    ]
     if values == sorted(values):
         new.sort()
-    formatted = iter(f"{n:,}" if "," in r else str(n) for n, r in zip(new, raws))
+    formatted = iter(f"{n:,}" if "," in r else str(n) for n, r in zip(new, raws, strict=True))
     return _NUMBER.sub(lambda _: next(formatted), answer)
 
 
 def _other_number(value: int, *, is_year: bool, rng: random.Random) -> int:
     digits = len(str(value))
     for _ in range(20):
-        new = value + rng.choice([-1, 1]) * rng.randint(1, 12) if is_year else max(1, round(value * rng.uniform(0.5, 1.5)))
+        new = (
+            value + rng.choice([-1, 1]) * rng.randint(1, 12)
+            if is_year
+            else max(1, round(value * rng.uniform(0.5, 1.5)))
+        )
         if new != value and len(str(new)) == digits:
             return new
     return value + 1
@@ -129,7 +137,12 @@ def substitutes(example: Example, donors: Sequence[Example], *, seed: int = 0, w
     same_kind = [(a, 0) for a in pool if answer_kind(a) == kind]
     if kind in ("number", "mixed"):
         same_kind += [(_perturb_numbers(gold, rng), 1) for _ in range(want)]
-    ranked = [a for a, _ in sorted(same_kind, key=lambda c: (_shape(c[0]) != shape, abs(len(c[0].split()) - width), c[1], rng.random()))]
+    ranked = [
+        a
+        for a, _ in sorted(
+            same_kind, key=lambda c: (_shape(c[0]) != shape, abs(len(c[0].split()) - width), c[1], rng.random())
+        )
+    ]
     options = [o for o in question_options(example.question) if o not in ("yes", "no")]
     if any(containment(gold, [o]) for o in options):
         ranked = [o for o in options if not containment(gold, [o])] + ranked
@@ -140,7 +153,12 @@ def substitutes(example: Example, donors: Sequence[Example], *, seed: int = 0, w
     unique: dict[str, str] = {}
     for a in ranked:
         norm = normalize_answer(a)
-        if norm and norm not in unique and not containment(a, example.answers) and not containment(" ".join(example.answers), [a]):
+        if (
+            norm
+            and norm not in unique
+            and not containment(a, example.answers)
+            and not containment(" ".join(example.answers), [a])
+        ):
             unique[norm] = a
     return list(unique.values()) or ["unknown"]
 
@@ -178,10 +196,14 @@ def gold_paragraphs(example: Example) -> list[Passage]:
     return titled or [p for p in example.passages if containment(p.text, example.answers)]
 
 
-def _misleading(example: Example, base: Passage | None, substitute: str, variant: int, rng: random.Random, instruction: bool) -> Passage:
+def _misleading(
+    example: Example, base: Passage | None, substitute: str, variant: int, rng: random.Random, instruction: bool
+) -> Passage:
     title, text = (base.title, base.text) if base else ("", "")
     if not containment(f"{title} {text}", example.answers) or variant:
-        assertion = ASSERTIONS[variant % len(ASSERTIONS)].format(question=example.question.rstrip("?"), answer=substitute)
+        assertion = ASSERTIONS[variant % len(ASSERTIONS)].format(
+            question=example.question.rstrip("?"), answer=substitute
+        )
         text = f"{text} {assertion}".strip()
     if instruction:
         text = f"{text} {rng.choice(INSTRUCTIONS).format(answer=substitute)}"
@@ -194,7 +216,9 @@ def _plan(example: Example, k: int, donors: Sequence[Example], seed: int) -> lis
     bases: list[Passage | None] = list(gold_paragraphs(example)) or [None]
     subs = substitutes(example, donors, seed=seed, want=max(16, k))  # fixed count: K=4 is a prefix of K=8
     # a repeated (paragraph, substitute) pair gets another assertion sentence
-    return [(bases[i % len(bases)], subs[(i // len(bases)) % len(subs)], i // (len(bases) * len(subs))) for i in range(k)]
+    return [
+        (bases[i % len(bases)], subs[(i // len(bases)) % len(subs)], i // (len(bases) * len(subs))) for i in range(k)
+    ]
 
 
 def asserted_answers(example: Example, k: int, *, donors: Sequence[Example], seed: int = 0) -> list[str]:

@@ -54,4 +54,8 @@ def ndcg_at_k(titles: Sequence[str], gold_titles: Sequence[str], k: int) -> floa
 
 
 def answer_scores(prediction: str, golds: Sequence[str]) -> dict[str, float]:
-    return {"em": exact_match(prediction, golds), "f1": f1_score(prediction, golds), "acc": containment(prediction, golds)}
+    return {
+        "em": exact_match(prediction, golds),
+        "f1": f1_score(prediction, golds),
+        "acc": containment(prediction, golds),
+    }

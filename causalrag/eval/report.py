@@ -103,7 +103,12 @@ def summarize(rows: Sequence[dict], *, resamples: int = 2000, seed: int = 0) -> 
         groups.setdefault((r["method"], int(r["inject"])), []).append(r)
     summary = []
     for (method, k), group in groups.items():
-        entry: dict = {"method": method, "inject": k, "n": len(group), "errors": sum(1 for r in group if r.get("error"))}
+        entry: dict = {
+            "method": method,
+            "inject": k,
+            "n": len(group),
+            "errors": sum(1 for r in group if r.get("error")),
+        }
         for metric in QUALITY:
             entry[metric] = bootstrap([r.get(metric) for r in group], resamples=resamples, seed=seed)
         for metric in COST:
@@ -192,7 +197,7 @@ def paired_summary(
             at_k = [p for p in pairs if int(p[0]["inject"]) == k]
             conditions = [m.get("condition") or b.get("condition") or "" for m, b in at_k]
             for name, members in _pools(conditions):
-                cell = [p for p, c in zip(at_k, conditions) if members is None or c in members]
+                cell = [p for p, c in zip(at_k, conditions, strict=True) if members is None or c in members]
                 summary.append({"method": method, "inject": k, "condition": name, "unpaired": unpaired,
                                 **_compare(cell, resamples=resamples, seed=seed)})
     return summary
@@ -226,7 +231,10 @@ def fallback_rows(rows: Sequence[dict]) -> list[list[str]]:
             total = totals.setdefault((r["method"], step), [0, 0])
             total[0] += figures["runs"]
             total[1] += figures["fallbacks"]
-    return [[m, step, str(runs), str(fell), f"{fell / runs:.0%}" if runs else "–"] for (m, step), (runs, fell) in totals.items()]
+    return [
+        [m, step, str(runs), str(fell), f"{fell / runs:.0%}" if runs else "–"]
+        for (m, step), (runs, fell) in totals.items()
+    ]
 
 
 def markdown_table(summary: Sequence[dict]) -> str:
@@ -248,8 +256,19 @@ def fallback_markdown(rows: Sequence[dict]) -> str:
 def write_csv(summary: Sequence[dict], path: Path) -> None:
     with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
-        writer.writerow(["method", "inject", "n", "errors", *(f"{m}{s}" for m in QUALITY for s in ("", "_low", "_high")),
-                         *COST, "seconds_ratio", "llm_calls_ratio", "fallbacks"])
+        writer.writerow(
+            [
+                "method",
+                "inject",
+                "n",
+                "errors",
+                *(f"{m}{s}" for m in QUALITY for s in ("", "_low", "_high")),
+                *COST,
+                "seconds_ratio",
+                "llm_calls_ratio",
+                "fallbacks",
+            ]
+        )
         for e in summary:
             writer.writerow([e["method"], e["inject"], e["n"], e["errors"],
                              *(v for m in QUALITY for v in (e[m].mean, e[m].low, e[m].high)),
@@ -270,9 +289,11 @@ def plot_accuracy(summary: Sequence[dict], path: Path) -> None:
     """Acc and F1 against the number of injected passages, one line per method, 95 % intervals as bars."""
     plt = _pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharex=True)
-    for ax, metric in zip(axes, ("acc", "f1")):
+    for ax, metric in zip(axes, ("acc", "f1"), strict=True):
         for method in dict.fromkeys(e["method"] for e in summary):
-            points = sorted((e["inject"], e[metric]) for e in summary if e["method"] == method and e[metric].mean is not None)
+            points = sorted(
+                (e["inject"], e[metric]) for e in summary if e["method"] == method and e[metric].mean is not None
+            )
             if not points:
                 continue
             ks = [k for k, _ in points]
@@ -295,7 +316,7 @@ def plot_cost(summary: Sequence[dict], path: Path) -> None:
     plt = _pyplot()
     methods = list(dict.fromkeys(e["method"] for e in summary))
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for ax, metric in zip(axes, ("seconds", "llm_calls")):
+    for ax, metric in zip(axes, ("seconds", "llm_calls"), strict=True):
         values = [np.mean([e[metric].mean for e in summary if e["method"] == m]) for m in methods]
         ax.bar(methods, values, color="tab:blue")
         ax.set_ylabel(LABELS[metric])
@@ -397,7 +418,7 @@ def plot_paired(summary: Sequence[dict], against: str, path: Path) -> None:
     size = (max(6.0, 0.9 * len(labels) + 3), 4.2 * len(ks))
     fig, axes = plt.subplots(len(ks), 1, figsize=size, squeeze=False, sharey=True)
     step = 0.8 / len(methods)
-    for ax, k in zip(axes[:, 0], ks):
+    for ax, k in zip(axes[:, 0], ks, strict=True):
         for i, method in enumerate(methods):
             cells = [e for e in summary if e["method"] == method and e["inject"] == k]
             x = np.array([labels.index(e["condition"]) for e in cells]) + (i - (len(methods) - 1) / 2) * step

@@ -14,7 +14,7 @@ Rerankers are functions ``(question, candidates) -> scores`` (higher = better):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,7 +23,8 @@ from scipy.stats import spearmanr
 
 from causalrag.eval.datasets import Example
 from causalrag.eval.metrics import ndcg_at_k, recall_at_k
-from causalrag.tools.cis import CISScorer
+from causalrag.tools.cis import CISScore, CISScorer
+from causalrag.tools.store import Mode, Store, stored_id
 
 Reranker = Callable[[str, Sequence[Document]], list[float]]
 
@@ -47,9 +48,12 @@ def similarity(question: str, docs: Sequence[Document]) -> list[float]:
     return [float(d.metadata.get("score") or 0.0) for d in docs]
 
 
-def bm25_reranker(store) -> Reranker:
+def bm25_reranker(store: Store) -> Reranker:
     def score(question: str, docs: Sequence[Document]) -> list[float]:
-        by_id = {d.id: d.metadata["score"] for d in store.retrieve(question, len(docs), mode="bm25", ids=[d.id for d in docs])}
+        by_id = {
+            d.id: d.metadata["score"]
+            for d in store.retrieve(question, len(docs), mode="bm25", ids=[stored_id(d) for d in docs])
+        }
         return [float(by_id.get(d.id, 0.0)) for d in docs]
 
     return score
@@ -57,9 +61,9 @@ def bm25_reranker(store) -> Reranker:
 
 def lm_rerankers(scorer: CISScorer) -> dict[str, Reranker]:
     """``cis`` and ``cis-no-prior`` from one pass of the LM per pool (the ablation is log p(K|Q) alone)."""
-    memo: dict[tuple, list] = {}
+    memo: dict[tuple[str, tuple[str | None, ...]], list[CISScore]] = {}
 
-    def scores(question: str, docs: Sequence[Document]):
+    def scores(question: str, docs: Sequence[Document]) -> list[CISScore]:
         key = (question, tuple(d.id for d in docs))
         if key not in memo:
             memo[key] = scorer.score(question, docs)
@@ -71,17 +75,17 @@ def lm_rerankers(scorer: CISScorer) -> dict[str, Reranker]:
     }
 
 
-def candidate_pool(example: Example, store, *, retrieval: str = "dense") -> list[Document]:
+def candidate_pool(example: Example, store: Store, *, retrieval: Mode = "dense") -> list[Document]:
     """The example's own passages, ordered by the first-stage retriever (all of them: N = pool size)."""
     ids = list(dict.fromkeys(p.id for p in example.passages))
     return store.retrieve(example.question, len(ids), mode=retrieval, ids=ids) if ids else []
 
 
 def score_pools(
-    examples: Sequence[Example], store, rerankers: Mapping[str, Reranker], *, progress: bool = False
+    examples: Sequence[Example], store: Store, rerankers: Mapping[str, Reranker], *, progress: bool = False
 ) -> list[ScoredPool]:
     """Score every example's pool with every reranker (examples without a pool are skipped)."""
-    items = list(examples)
+    items: Iterable[Example] = examples
     if progress:
         from tqdm.auto import tqdm
 
@@ -90,7 +94,9 @@ def score_pools(
     for ex in items:
         docs = candidate_pool(ex, store)
         if docs:
-            pools.append(ScoredPool(ex, docs, {name: list(map(float, fn(ex.question, docs))) for name, fn in rerankers.items()}))
+            pools.append(
+                ScoredPool(ex, docs, {name: list(map(float, fn(ex.question, docs))) for name, fn in rerankers.items()})
+            )
     return pools
 
 
@@ -99,12 +105,22 @@ def retrieval_metrics(pools: Sequence[ScoredPool], reranker: str, ks: Sequence[i
     judged = [p for p in pools if p.example.gold_titles and reranker in p.scores]
     out: dict[str, float] = {"questions": float(len(judged))}
     for k in ks:
-        out[f"recall@{k}"] = float(np.mean([recall_at_k(p.ranking(reranker), p.example.gold_titles, k) for p in judged])) if judged else 0.0
-        out[f"ndcg@{k}"] = float(np.mean([ndcg_at_k(p.ranking(reranker), p.example.gold_titles, k) for p in judged])) if judged else 0.0
+        out[f"recall@{k}"] = (
+            float(np.mean([recall_at_k(p.ranking(reranker), p.example.gold_titles, k) for p in judged]))
+            if judged
+            else 0.0
+        )
+        out[f"ndcg@{k}"] = (
+            float(np.mean([ndcg_at_k(p.ranking(reranker), p.example.gold_titles, k) for p in judged]))
+            if judged
+            else 0.0
+        )
     return out
 
 
-def compare(pools: Sequence[ScoredPool], rerankers: Sequence[str] | None = None, ks: Sequence[int] = (5,)) -> dict[str, dict[str, float]]:
+def compare(
+    pools: Sequence[ScoredPool], rerankers: Sequence[str] | None = None, ks: Sequence[int] = (5,)
+) -> dict[str, dict[str, float]]:
     """``{reranker: {"recall@5": …, "ndcg@5": …}}`` for every reranker scored on the pools."""
     names = rerankers or list(dict.fromkeys(n for p in pools for n in p.scores))
     return {name: retrieval_metrics(pools, name, ks) for name in names}

@@ -126,7 +126,9 @@ def read_items(path: Path) -> list[dict]:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
         return [json.loads(line) for line in lines if line.strip()]
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CausalRAGError(f"Cannot read {path}: {exc}; pass a readable JSON-lines file (one JSON object a line).") from exc
+        raise CausalRAGError(
+            f"Cannot read {path}: {exc}; pass a readable JSON-lines file (one JSON object a line)."
+        ) from exc
 
 
 # --------------------------------------------------------------------------- building
@@ -222,7 +224,7 @@ def multihop_item(row: dict, donors: list, hotpot: dict[str, dict]) -> dict:
         raise CausalRAGError(f"{row['id']} names HotpotQA question {row['hotpotqa']!r}, which the bundled file lacks.")
     q = hotpot[row["hotpotqa"]]
     answers = [q["answer"], *row.get("aliases", [])]
-    support = {}
+    support: dict[str, set[int]] = {}
     for title, sent in q["supporting_facts"]:
         support.setdefault(title, set()).add(sent)
     context = {t: s for t, s in q["context"]}
@@ -259,7 +261,7 @@ def validate(items: list[dict], *, min_items: int = MIN_ITEMS) -> list[str]:
     problems = [f"{it.get('id', '?')}: {p}" for it in items for p in item_problems(it)]
     ids = Counter(it.get("id") for it in items)
     problems += [f"{i}: id used {n} times" for i, n in ids.items() if n > 1]
-    splits: dict[str, set[str]] = {}
+    splits: dict[str, set[str | None]] = {}
     for it in items:
         splits.setdefault(f"card {it.get('card')}", set()).add(it.get("split"))
         splits.setdefault(f"question {normalize_answer(it.get('question', ''))!r}", set()).add(it.get("split"))

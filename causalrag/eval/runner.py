@@ -35,9 +35,9 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from causalrag.errors import (
     BackendUnavailableError,
@@ -54,7 +54,7 @@ from causalrag.eval.conditions import load_examples
 from causalrag.eval.datasets import Example
 from causalrag.eval.inject import asserted_answers, is_injected, with_distractors
 from causalrag.eval.metrics import answer_scores, containment, ndcg_at_k, recall_at_k
-from causalrag.eval.settings import CachedEmbeddings, Pools, gold_ids
+from causalrag.eval.settings import CachedEmbeddings, Pools, Setting, gold_ids
 
 RESULTS = "results.jsonl"
 CONFIG = "config.json"
@@ -90,7 +90,8 @@ class EvalConfig:
     collection: str | None = None
     """Open setting over a dataset without passages: the collection to retrieve from."""
     backend: str | None = None
-    """LLM backend; ``None`` takes ``CAUSALRAG_BACKEND`` (``auto`` resolved), recorded so runs on different backends never mix."""
+    """LLM backend; ``None`` takes ``CAUSALRAG_BACKEND`` (``auto`` resolved), recorded so runs on different
+    backends never mix."""
     shard: str | None = None
     """``"I/N"``: only the questions of shard I of N (1 ≤ I ≤ N; :func:`in_shard`), for one of N machines."""
 
@@ -206,13 +207,18 @@ def merge_runs(folders: Sequence[Path], out: Path) -> None:
         raise CausalRAGError(f"--out {out} is one of the runs being merged: pass a new folder.")
     configs = [_read_config(f) for f in folders if (Path(f) / CONFIG).exists()]
     if len(configs) < len(folders):
-        raise CausalRAGError("Every merged folder needs its config.json: pass folders written by `causalrag eval --out`.")
+        raise CausalRAGError(
+            "Every merged folder needs its config.json: pass folders written by `causalrag eval --out`."
+        )
     merged = dict(configs[0], methods=[], inject=[], params={}, shard=_merged_shards([c.get("shard") for c in configs]))
-    for folder, config in zip(folders, configs):
+    for folder, config in zip(folders, configs, strict=True):
         differ = [k for k in MUST_MATCH if k not in ("params", "shard") and config.get(k) != configs[0].get(k)]
         clash = [m for m, p in config.get("params", {}).items() if merged["params"].get(m, p) != p]
         if differ or clash:
-            raise CausalRAGError(f"{folder} was run with other settings ({', '.join(differ + clash)}) than {folders[0]}: its results do not compare.")
+            raise CausalRAGError(
+                f"{folder} was run with other settings ({', '.join(differ + clash)}) "
+                f"than {folders[0]}: its results do not compare."
+            )
         merged["params"].update(config.get("params", {}))
         merged["methods"] = list(dict.fromkeys(merged["methods"] + config.get("methods", [])))
         merged["inject"] = sorted(set(merged["inject"]) | set(config.get("inject", [])))
@@ -224,7 +230,9 @@ def merge_runs(folders: Sequence[Path], out: Path) -> None:
             rows[row["key"]] = row
     out.mkdir(parents=True, exist_ok=True)
     (out / CONFIG).write_text(json.dumps(merged, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    (out / RESULTS).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows.values()), encoding="utf-8")
+    (out / RESULTS).write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows.values()), encoding="utf-8"
+    )
 
 
 def _merged_shards(shards: Sequence[str | None]) -> str | None:
@@ -369,7 +377,9 @@ def run_eval(
     if config.backend is None:
         from causalrag.tools.llm import choose_backend
 
-        config = dataclasses.replace(config, backend=choose_backend(None, config.model) if llm is None else type(llm).__name__)
+        config = dataclasses.replace(
+            config, backend=choose_backend(None, config.model) if llm is None else type(llm).__name__
+        )
     folder = Path(out)
     if folder.exists() and not folder.is_dir():
         raise CausalRAGError(f"--out {folder} is a file: pass a folder for the run (it is made when missing).")
@@ -397,7 +407,11 @@ def run_eval(
         from causalrag.config import settings
         from causalrag.tools.llm import default_llm, load_llm
 
-        llm = default_llm() if default_model else load_llm(config.model or settings().model, settings().device, config.backend)
+        llm = (
+            default_llm()
+            if default_model
+            else load_llm(config.model or settings().model, settings().device, config.backend)
+        )
     _check_concurrency(concurrency, llm)
     if embeddings is None:
         from causalrag.tools.encoders import default_embeddings
@@ -417,7 +431,12 @@ def run_eval(
             asked = {ex.id for ex in examples}
             rest = [ex for ex in dataset if ex.id not in asked]
             retrieving = any(get_method(m).retrieves for m in config.methods)
-            pools = Pools(config.setting, pooled, embeddings, collection=config.collection, background=rest) if retrieving else _NoPools()
+            setting = cast(Setting, config.setting)  # Pools rejects any other value in one sentence
+            pools = (
+                Pools(setting, pooled, embeddings, collection=config.collection, background=rest)
+                if retrieving
+                else _NoPools()
+            )
             originals = {ex.id: ex for ex in examples}
             jobs = [(originals[ex.id], ex, m) for ex in pooled for m in config.methods if (ex.id, m) in todo]
 
@@ -452,7 +471,7 @@ def run_eval(
                     "error": error,
                     "params": params,
                     "seed": config.seed,
-                    "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                    "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
                 }
 
             try:

@@ -20,10 +20,10 @@ from typing import Literal
 
 from langchain_core.embeddings import Embeddings
 
+from causalrag.config import DEMO_COLLECTION
 from causalrag.errors import CausalRAGError
 from causalrag.eval.datasets import Example
 from causalrag.eval.inject import gold_paragraphs, is_injected
-from causalrag.config import DEMO_COLLECTION
 from causalrag.tools.store import Store
 
 Setting = Literal["distractor", "open"]
@@ -40,7 +40,7 @@ class CachedEmbeddings(Embeddings):
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         missing = list(dict.fromkeys(t for t in texts if t not in self.cache))
         if missing:
-            self.cache.update(zip(missing, self.inner.embed_documents(missing)))
+            self.cache.update(zip(missing, self.inner.embed_documents(missing), strict=True))
         return [self.cache[t] for t in texts]
 
     def embed_query(self, text: str) -> list[float]:
@@ -73,7 +73,9 @@ class Pools:
             raise CausalRAGError(f"Unknown setting {setting!r}: use distractor or open.")
         has_pools = any(e.passages for e in examples)
         if setting == "distractor" and not has_pools:
-            raise CausalRAGError("This dataset has no per-question passages: use --setting open with --collection NAME.")
+            raise CausalRAGError(
+                "This dataset has no per-question passages: use --setting open with --collection NAME."
+            )
         self.setting = setting
         self.temporary = has_pools
         if has_pools:

@@ -1,7 +1,7 @@
 """Astute RAG (Wang et al., 2024): elicit internal knowledge → source-aware consolidation ⟲ t → finalize.
 
 Algorithm 1 of the paper, one node per step: the model writes up to m̂ passages from memory
-(``elicit``, §3.3) beside the retrieved E (``retrieve``); ``pool`` labels every passage by source
+(``elicit``, §3.3) beside the retrieved E (``retrieve``); ``build_pool`` labels every passage by source
 (D₀, S₀); ``consolidate`` regroups them t times (§3.4); ``propose`` answers each group with a
 confidence and ``select`` keeps the most reliable answer (§3.5). With ``combined=True`` the last
 round is merged with answering in ``answer_combined`` (t = 1: one call on D₀, the paper's shortcut).
@@ -30,8 +30,8 @@ def route_after_retrieve(state: AstuteState, runtime: Runtime[AstuteContext]) ->
     return "elicit" if context(runtime).mechanism == "paper" else "answer"
 
 
-def route_after_elicit(state: AstuteState) -> Literal["pool", "trust_knowledge"]:
-    return "trust_knowledge" if route_by_shape(state) == "knowledge" else "pool"
+def route_after_elicit(state: AstuteState) -> Literal["build_pool", "trust_knowledge"]:
+    return "trust_knowledge" if route_by_shape(state) == "knowledge" else "build_pool"
 
 
 def route_after_pool(state: AstuteState, runtime: Runtime[AstuteContext]) -> Literal["consolidate", "answer_combined"]:
@@ -48,14 +48,14 @@ def route_after_consolidate(
     return "answer_combined" if ctx.combined else "propose"
 
 
-def build() -> StateGraph:
+def build() -> StateGraph[AstuteState, AstuteContext, InputState, AstuteOutput]:
     graph = StateGraph(AstuteState, context_schema=AstuteContext, input_schema=InputState, output_schema=AstuteOutput)
     graph.add_node("retrieve", retrieve)
     graph.add_node("answer", answer)
     graph.add_node("assess", assess)
     graph.add_node("elicit", elicit)
     graph.add_node("trust_knowledge", trust_knowledge)
-    graph.add_node("pool", build_pool)
+    graph.add_node("build_pool", build_pool)
     graph.add_node("consolidate", consolidate)
     graph.add_node("propose", propose)
     graph.add_node("select", select)
@@ -63,9 +63,11 @@ def build() -> StateGraph:
     graph.add_edge(START, "retrieve")
     graph.add_conditional_edges("retrieve", route_after_retrieve)
     graph.add_edge("answer", "assess")
-    graph.add_conditional_edges("assess", route_by_shape, {"keep": END, "vote": "elicit", "knowledge": "elicit", "paper": "elicit"})
+    graph.add_conditional_edges(
+        "assess", route_by_shape, {"keep": END, "vote": "elicit", "knowledge": "elicit", "paper": "elicit"}
+    )
     graph.add_conditional_edges("elicit", route_after_elicit)
-    graph.add_conditional_edges("pool", route_after_pool)
+    graph.add_conditional_edges("build_pool", route_after_pool)
     graph.add_conditional_edges("consolidate", route_after_consolidate)
     graph.add_edge("propose", "select")
     graph.add_edge("select", END)

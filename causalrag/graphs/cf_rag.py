@@ -32,7 +32,9 @@ from causalrag.state.base import InputState
 from causalrag.state.cf_rag import CFRAGContext, CFRAGOutput, CFRAGState, Route
 
 
-def route_after_retrieve(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> Literal["answer", "explore_counterfactuals"]:
+def route_after_retrieve(
+    state: CFRAGState, runtime: Runtime[CFRAGContext]
+) -> Literal["answer", "explore_counterfactuals"]:
     """The paper's path goes straight to its own steps; every other path first reads the passages as standard RAG."""
     return "explore_counterfactuals" if context(runtime).mechanism == "paper" else "answer"
 
@@ -42,8 +44,16 @@ def send_hypotheses(state: CFRAGState) -> list[Send]:
     readings of its passages alone."""
     read = state.get("read") or {}
     return [
-        Send("hypothesize", {"question": state["question"], "index": j, "documents": docs, "candidates": state.get("candidates") or [],
-                             "read": {d.id: read[d.id] for d in docs if d.id in read}})
+        Send(
+            "hypothesize",
+            {
+                "question": state["question"],
+                "index": j,
+                "documents": docs,
+                "candidates": state.get("candidates") or [],
+                "read": {d.id: read[d.id] for d in docs if d.id in read},
+            },
+        )
         for j, docs in enumerate(state["samples"])
     ]
 
@@ -53,7 +63,7 @@ def route_after_arbitrate(state: CFRAGState) -> Route:
     return "accept" if state.get("consensus") else "synthesize"
 
 
-def build() -> StateGraph:
+def build() -> StateGraph[CFRAGState, CFRAGContext, InputState, CFRAGOutput]:
     graph = StateGraph(CFRAGState, context_schema=CFRAGContext, input_schema=InputState, output_schema=CFRAGOutput)
     graph.add_node("retrieve", retrieve)
     graph.add_node("answer", answer)
@@ -70,8 +80,14 @@ def build() -> StateGraph:
     graph.add_conditional_edges("retrieve", route_after_retrieve)
     graph.add_edge("answer", "assess")
     graph.add_conditional_edges(
-        "assess", route_by_shape,
-        {"keep": END, "knowledge": "trust_knowledge", "vote": "explore_counterfactuals", "paper": "explore_counterfactuals"},
+        "assess",
+        route_by_shape,
+        {
+            "keep": END,
+            "knowledge": "trust_knowledge",
+            "vote": "explore_counterfactuals",
+            "paper": "explore_counterfactuals",
+        },
     )
     graph.add_edge("trust_knowledge", END)
     graph.add_edge("explore_counterfactuals", "dialectical_retrieve")

@@ -9,7 +9,7 @@ from causalrag.state.base import InputState
 from causalrag.state.cis import CISContext, CISOutput, CISState
 
 
-def build() -> StateGraph:
+def build() -> StateGraph[CISState, CISContext, InputState, CISOutput]:
     graph = StateGraph(CISState, context_schema=CISContext, input_schema=InputState, output_schema=CISOutput)
     graph.add_node("retrieve_candidates", retrieve_candidates)
     graph.add_node("rerank_cis", rerank_cis)

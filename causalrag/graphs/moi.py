@@ -1,4 +1,4 @@
-"""MoI, Mixture-of-Intervention (Lee et al.): retrieve n → permute → score → solve → answer.
+"""MoI, Mixture-of-Intervention (Lee et al.): retrieve_candidates (n) → permute → score → solve → answer.
 
 The baselines of the paper run through the same graph (``variant=``): ``bayes_saliency``
 (permute gives singletons), ``random`` (shuffle → answer), ``self_consistency`` (permute → vote).
@@ -24,17 +24,17 @@ def route_after_permute(state: MoIState, runtime: Runtime[MoIContext]) -> Litera
     return "vote" if context(runtime).variant == "self_consistency" else "score"
 
 
-def build() -> StateGraph:
+def build() -> StateGraph[MoIState, MoIContext, InputState, MoIOutput]:
     graph = StateGraph(MoIState, context_schema=MoIContext, input_schema=InputState, output_schema=MoIOutput)
-    graph.add_node("retrieve", retrieve_candidates)
+    graph.add_node("retrieve_candidates", retrieve_candidates)
     graph.add_node("permute", permute)
     graph.add_node("score", score)
     graph.add_node("solve", solve)
     graph.add_node("answer", answer)
     graph.add_node("shuffle", shuffle)
     graph.add_node("vote", vote)
-    graph.add_edge(START, "retrieve")
-    graph.add_conditional_edges("retrieve", route_after_retrieve)
+    graph.add_edge(START, "retrieve_candidates")
+    graph.add_conditional_edges("retrieve_candidates", route_after_retrieve)
     graph.add_conditional_edges("permute", route_after_permute)
     graph.add_edge("score", "solve")
     graph.add_edge("solve", "answer")

@@ -7,7 +7,7 @@ from causalrag.nodes.common import answer
 from causalrag.state.base import InputState, OutputState, RAGContext, RAGState
 
 
-def build() -> StateGraph:
+def build() -> StateGraph[RAGState, RAGContext, InputState, OutputState]:
     graph = StateGraph(RAGState, context_schema=RAGContext, input_schema=InputState, output_schema=OutputState)
     graph.add_node("answer", answer)
     graph.add_edge(START, "answer")

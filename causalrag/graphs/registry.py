@@ -27,7 +27,7 @@ from causalrag.state.base import RAGContext
 @dataclass(frozen=True)
 class Method:
     name: str
-    build: Callable[[], StateGraph]
+    build: Callable[[], StateGraph[Any, Any, Any, Any]]
     """Returns the uncompiled graph (nodes and edges in the paper's order)."""
     context: type[RAGContext]
     """Dependencies and tunables, with the paper's defaults."""
@@ -43,7 +43,7 @@ class Method:
     def parameters(self) -> dict[str, Any]:
         """Tunable fields and their defaults (``llm`` and ``store`` are dependencies, not parameters)."""
         return {
-            f.name: (f.default if f.default is not dataclasses.MISSING else f.default_factory())
+            f.name: (f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
             for f in dataclasses.fields(self.context)
             if f.name not in ("llm", "store")
         }
@@ -85,7 +85,7 @@ def parse_params(name: str, assignments: Sequence[str]) -> dict[str, Any]:
     return parse_assignments(name, get_method(name).context, assignments)
 
 
-def build_graph(name: str, *, checkpointer: Any = None, **params: Any) -> CompiledStateGraph:
+def build_graph(name: str, *, checkpointer: Any = None, **params: Any) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Compile method ``name``; ``params`` (and ``llm=``, ``store=``) become its default context.
 
     A ``context=`` passed to ``invoke``/``stream`` merges over these defaults for that run, field by

@@ -31,10 +31,10 @@ def route_after_retrieve(state: RetroState, runtime: Runtime[RetroContext]) -> L
 
 def route_after_check(state: RetroState) -> Literal["requery", "__end__"]:
     """Stop when the answer is self-consistent (s_sc > t) or the iteration budget is spent."""
-    return END if state.get("stop_reason") else "requery"
+    return "__end__" if state.get("stop_reason") else "requery"  # END, spelled as the Literal names it
 
 
-def build() -> StateGraph:
+def build() -> StateGraph[RetroState, RetroContext, InputState, RetroOutput]:
     graph = StateGraph(RetroState, context_schema=RetroContext, input_schema=InputState, output_schema=RetroOutput)
     graph.add_node("retrieve", retrieve)
     graph.add_node("answer", answer)
@@ -48,7 +48,9 @@ def build() -> StateGraph:
     graph.add_edge(START, "retrieve")
     graph.add_conditional_edges("retrieve", route_after_retrieve)
     graph.add_edge("answer", "assess")
-    graph.add_conditional_edges("assess", route_by_shape, {"keep": END, "knowledge": "trust_knowledge", "vote": "collate", "paper": "collate"})
+    graph.add_conditional_edges(
+        "assess", route_by_shape, {"keep": END, "knowledge": "trust_knowledge", "vote": "collate", "paper": "collate"}
+    )
     graph.add_edge("trust_knowledge", END)
     graph.add_edge("collate", "discover")
     graph.add_edge("discover", "answer_from_evidence")

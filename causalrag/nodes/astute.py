@@ -1,4 +1,4 @@
-"""Astute RAG nodes (Wang et al., 2024): elicit → pool → consolidate ⟲ t → propose → select.
+"""Astute RAG nodes (Wang et al., 2024): elicit → build_pool → consolidate ⟲ t → propose → select.
 
 Every judgment runs one of two ways (``AstuteContext.judge``):
 
@@ -18,13 +18,24 @@ next depends on the iteration counter, convergence and the context alone.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
 from causalrag.nodes.common import context, emit, emit_evidence, judge_of, llm_of, question_of, stream_text, traced
-from causalrag.nodes.evidence import Reading, group_readings, passage_text, read_cached, read_jointly, reliability, together, with_candidate, written_answer
+from causalrag.nodes.evidence import (
+    Reading,
+    group_readings,
+    passage_text,
+    read_cached,
+    read_jointly,
+    reliability,
+    together,
+    with_candidate,
+    written_answer,
+)
 from causalrag.prompts.astute import (
     BLOCK_STOP,
     EXTERNAL,
@@ -46,8 +57,9 @@ from causalrag.prompts.astute import (
     words,
 )
 from causalrag.prompts.common import ANSWER_STOP, answer_prompt
-from causalrag.state.astute import AstuteContext, AstuteState
+from causalrag.state.astute import AstuteContext, AstuteState, Candidate, Group, SourceReading
 from causalrag.text import clean_answer, key_sentences, mentions
+from causalrag.tools.backends.base import LLM
 
 _CLAIM_WORDS = 20
 
@@ -57,22 +69,23 @@ def labelled(doc: Document, label: str) -> Document:
     return Document(id=doc.id, page_content=doc.page_content, metadata={**doc.metadata, "label": label})
 
 
-def one_group_per_passage(pool: Sequence[Document]) -> list[dict]:
+def one_group_per_passage(pool: Sequence[Document]) -> list[Group]:
     """Fallback grouping when a consolidation output has no usable group line: every passage alone."""
     return [{"sources": [label_of(d)], "claim": " ".join(d.page_content.split()[:_CLAIM_WORDS])} for d in pool]
 
 
-def members(group: dict, pool: Sequence[Document]) -> list[Document]:
+def members(group: Group, pool: Sequence[Document]) -> list[Document]:
     by_label = {label_of(d): d for d in pool}
     return [by_label[s] for s in group["sources"] if s in by_label]
 
 
-def passages_of(group: dict, pool: Sequence[Document]) -> str:
+def passages_of(group: Group, pool: Sequence[Document]) -> str:
     return " ".join(d.page_content for d in members(group, pool))
 
 
-def match_candidate(final: str | None, candidates: Sequence[dict]) -> int:
-    """Index of the candidate whose answer the final answer names (equal, or one contains the other's words); -1 if none."""
+def match_candidate(final: str | None, candidates: Sequence[Candidate]) -> int:
+    """Index of the candidate whose answer the final answer names (equal, or one contains the other's words);
+    -1 if none."""
     if not final:
         return -1
     want = f" {words(final)} "
@@ -84,7 +97,7 @@ def match_candidate(final: str | None, candidates: Sequence[dict]) -> int:
     return min(scored)[1] if scored else -1
 
 
-def most_reliable(candidates: Sequence[dict]) -> int:
+def most_reliable(candidates: Sequence[Candidate]) -> int:
     """Fallback choice: highest confidence, then most sources, then both source kinds, then the first."""
     def reliability(i: int) -> tuple:
         c = candidates[i]
@@ -109,7 +122,9 @@ def elicit(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
         stop=BLOCK_STOP,
     )[0][0]
     internal = [
-        Document(id=f"internal-{i}", page_content=p, metadata={"title": "", "source": "internal", "label": f"{INTERNAL} {i}"})
+        Document(
+            id=f"internal-{i}", page_content=p, metadata={"title": "", "source": "internal", "label": f"{INTERNAL} {i}"}
+        )
         for i, p in enumerate(parse_internal(text, ctx.max_internal), 1)
     ]
     emit_evidence(runtime, "elicit", internal, abstained=not internal)
@@ -124,10 +139,19 @@ def build_pool(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
     external = [labelled(d, f"{EXTERNAL} {i}") for i, d in enumerate(state.get("documents") or [], 1)]
     pool = (external[::-1] if ctx.reverse else external) + list(state.get("internal") or [])
     emit_evidence(runtime, "pool", pool, labels=[label_of(d) for d in pool])
-    return {"pool": pool, "groups": [], "readings": [], "iteration": 0, "converged": False, "trace": [{"external": len(external), "internal": len(pool) - len(external)}]}
+    return {
+        "pool": pool,
+        "groups": [],
+        "readings": [],
+        "iteration": 0,
+        "converged": False,
+        "trace": [{"external": len(external), "internal": len(pool) - len(external)}],
+    }
 
 
-def _groups_or_fallback(text: str, pool: Sequence[Document], last: Sequence[dict]) -> tuple[list[dict], dict]:
+def _groups_or_fallback(
+    text: str, pool: Sequence[Document], last: Sequence[Group]
+) -> tuple[list[Group], dict[str, Any]]:
     """Parsed groups, else the last groups, else one group per passage; with the figures for the trace."""
     parsed = parse_groups(text, [label_of(d) for d in pool])
     fresh = [g for g in parsed.groups if not echoes_example(g, passages_of(g, pool))]
@@ -142,7 +166,15 @@ def _groups_or_fallback(text: str, pool: Sequence[Document], last: Sequence[dict
     return groups, figures
 
 
-def _consolidation_round(state: AstuteState, runtime: Runtime, prompt, *, node: str, stage: str, max_new_tokens: int) -> tuple[str, list[dict], dict]:
+def _consolidation_round(
+    state: AstuteState,
+    runtime: Runtime[Any],
+    prompt: Callable[[str, Sequence[Document], Sequence[Group]], str],
+    *,
+    node: str,
+    stage: str,
+    max_new_tokens: int,
+) -> tuple[str, list[Group], dict[str, Any]]:
     """One consolidation call over D₀ and the last groups (``prompt`` builds it): raw text, groups, trace figures."""
     pool, last = state.get("pool") or [], state.get("groups") or []
     iteration = state.get("iteration", 0) + 1
@@ -163,7 +195,12 @@ def consolidate(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
     if judge_of(ctx) == "score":
         return _scored_round(state, runtime, node="consolidate")
     _, groups, figures = _consolidation_round(
-        state, runtime, consolidate_prompt, node="consolidate", stage=f"consolidate {iteration}", max_new_tokens=ctx.consolidation_tokens
+        state,
+        runtime,
+        consolidate_prompt,
+        node="consolidate",
+        stage=f"consolidate {iteration}",
+        max_new_tokens=ctx.consolidation_tokens,
     )
     return {"groups": groups, "iteration": iteration, "trace": [figures]}
 
@@ -185,9 +222,13 @@ def propose(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
         return {"candidates": candidates, "trace": [{"answers": [c["answer"] for c in candidates],
                                                       "confidences": [c["confidence"] for c in candidates]}]}
     prompts = [propose_prompt(question, g, members(g, pool)) for g in groups]
-    outputs = llm_of(ctx).generate(prompts, max_new_tokens=ctx.max_new_tokens + 8, temperature=0.0, stop=BLOCK_STOP) if prompts else []
+    outputs = (
+        llm_of(ctx).generate(prompts, max_new_tokens=ctx.max_new_tokens + 8, temperature=0.0, stop=BLOCK_STOP)
+        if prompts
+        else []
+    )
     candidates, missing = [], 0
-    for group, out in zip(groups, outputs):
+    for group, out in zip(groups, outputs, strict=True):
         answer, confidence = parse_proposal(out[0] if out else "")
         if not answer or echoes_example({"answer": answer}, passages_of(group, pool)):
             continue
@@ -205,7 +246,9 @@ def propose(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
     return {"candidates": candidates, "trace": [figures]}
 
 
-def _finish(runtime: Runtime, state: AstuteState, candidates: list[dict], final: str | None, *, scored: bool = False) -> tuple[dict, dict]:
+def _finish(
+    runtime: Runtime[Any], state: AstuteState, candidates: list[Candidate], final: str | None, *, scored: bool = False
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """The final answer: the candidate the marked answer names, else the most reliable candidate.
 
     When groups carry answers, the final answer is one of them, so a few-shot example copied into
@@ -221,15 +264,21 @@ def _finish(runtime: Runtime, state: AstuteState, candidates: list[dict], final:
     if select_fallback:
         chosen = most_reliable(candidates)
     # a scored choice may pick the passages' joint answer, which no group holds; text is checked for echoes
-    marked = chosen < 0 and bool(final) and (scored or (not candidates and not echoes_example({"answer": final}, format_pool(pool))))
+    marked = (
+        chosen < 0
+        and bool(final)
+        and (scored or (not candidates and not echoes_example({"answer": final}, format_pool(pool))))
+    )
     if chosen >= 0:
         answer, used = candidates[chosen]["answer"], members(candidates[chosen], pool)
     elif marked:
-        answer, used = final, list(state.get("documents") or pool) if scored else list(pool)
+        answer, used = final or "", list(state.get("documents") or pool) if scored else list(pool)
     else:  # no group proposed an answer and no usable marker (e.g. an empty pool): plain RAG's answer
         used = list(state.get("documents") or [])[: ctx.k]
         answer = clean_answer(
-            llm_of(ctx).generate([answer_prompt(question_of(state), used)], max_new_tokens=ctx.max_new_tokens, stop=ANSWER_STOP)[0][0]
+            llm_of(ctx).generate(
+                [answer_prompt(question_of(state), used)], max_new_tokens=ctx.max_new_tokens, stop=ANSWER_STOP
+            )[0][0]
         )
     emit(runtime, "answer", "select", answer=answer, chosen=chosen)
     update = {"answer": answer, "documents": used, "candidates": candidates, "chosen": chosen}
@@ -271,16 +320,23 @@ def select(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
 
 @traced
 def answer_combined(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
-    """The paper's merged last step: consolidate (over D₀ and the last groups), answer each group, select, in one call."""
+    """The paper's merged last step in one call: consolidate (over D₀ and the last groups), answer each group,
+    select."""
     ctx = context(runtime)
-    if judge_of(ctx) == "score":  # the last round's groups are the candidates; their support and the joint reading decide
+    # scored: the last round's groups are the candidates; their support and the joint reading decide
+    if judge_of(ctx) == "score":
         update = _scored_round(state, runtime, node="answer_combined")
         groups = update["groups"]
         final, figures = _most_reliable_scored({**state, **update}, runtime, groups)
         finished, finish_figures = _finish(runtime, {**state, **update}, groups, final, scored=True)
         return {**update, **finished, "trace": [{**update["trace"][0], **figures, **finish_figures}]}
     text, groups, figures = _consolidation_round(
-        state, runtime, combined_prompt, node="answer_combined", stage="answer_combined", max_new_tokens=ctx.consolidation_tokens + ctx.max_new_tokens
+        state,
+        runtime,
+        combined_prompt,
+        node="answer_combined",
+        stage="answer_combined",
+        max_new_tokens=ctx.consolidation_tokens + ctx.max_new_tokens,
     )
     candidates = [g for g in groups if g.get("answer")]
     final = parse_final(text)
@@ -290,8 +346,9 @@ def answer_combined(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict
 
 
 # --------------------------------------------------------------------------- scored judgments (judge="score")
-def _scored_round(state: AstuteState, runtime: Runtime, *, node: str) -> dict:
-    """One consolidation round as scored choices (§3.4: group consistent sources, separate conflicts, drop the irrelevant).
+def _scored_round(state: AstuteState, runtime: Runtime[Any], *, node: str) -> dict:
+    """One consolidation round as scored choices (§3.4: group consistent sources, separate conflicts, drop the
+    irrelevant).
 
     Round 1 reads every source of D₀ alone (internal knowledge is one source) and groups those whose
     answers agree; a source that offers no answer is left out. Later rounds re-read each source
@@ -308,46 +365,75 @@ def _scored_round(state: AstuteState, runtime: Runtime, *, node: str) -> dict:
     else:  # every source alone; the assessment read the retrieved ones already
         readings, read = read_cached(llm, question, pool, read)
     found = group_readings(readings, [label_of(d) for d in pool])
-    groups = [{"answer": g.answer, "sources": g.sources, "claim": key_sentences(question, passage_text(pool[g.members[0]]), 1)} for g in found]
+    groups = [
+        {
+            "answer": g.answer,
+            "sources": g.sources,
+            "claim": key_sentences(question, passage_text(pool[g.members[0]]), 1),
+        }
+        for g in found
+    ]
     converged = bool(last) and [g["sources"] for g in groups] == [g["sources"] for g in last]
     emit(runtime, "groups", node, iteration=iteration, groups=groups, converged=converged)
     figures = {"iteration": iteration, "groups": len(groups), "group_sources": [g["sources"] for g in groups],
                "abstained_sources": sum(not r.votes for r in readings), "converged": converged}
-    return {"groups": groups, "iteration": iteration, "converged": converged, "read": read,
-            "readings": [{"source": label_of(d), **r.as_dict()} for d, r in zip(pool, readings)], "trace": [figures]}
+    return {
+        "groups": groups,
+        "iteration": iteration,
+        "converged": converged,
+        "read": read,
+        "readings": [{"source": label_of(d), **r.as_dict()} for d, r in zip(pool, readings, strict=True)],
+        "trace": [figures],
+    }
 
 
-def _reread(llm, question: str, pool: Sequence[Document], groups: Sequence[dict], previous: Sequence[dict]) -> list[Reading]:
+def _reread(
+    llm: LLM, question: str, pool: Sequence[Document], groups: Sequence[Group], previous: Sequence[SourceReading]
+) -> list[Reading]:
     """Each source re-read among the group answers it names (one batched call for those naming several)."""
     answers = [g["answer"] for g in groups]
     named = [[a for a in answers if mentions(a, passage_text(d))] for d in pool]
     before = {r["source"]: r for r in previous}
     several = [i for i, n in enumerate(named) if len(n) > 1]
-    chosen = dict(zip(several, read_jointly(llm, [question] * len(several), [[pool[i]] for i in several], [named[i] for i in several])))
+    chosen = dict(
+        zip(
+            several,
+            read_jointly(llm, [question] * len(several), [[pool[i]] for i in several], [named[i] for i in several]),
+            strict=True,
+        )
+    )
     readings = []
     for i, d in enumerate(pool):
-        old = before.get(label_of(d)) or {}
+        old: Mapping[str, Any] = before.get(label_of(d)) or {}
         if old.get("relevance", 0.0) <= 0:  # a source that did not answer the question stays out
-            readings.append(Reading(old.get("answer"), old.get("probability", 0.0), old.get("relevance", 0.0), old.get("how", "")))
+            readings.append(
+                Reading(old.get("answer"), old.get("probability", 0.0), old.get("relevance", 0.0), old.get("how", ""))
+            )
         elif i in chosen:
             readings.append(Reading(chosen[i].answer, chosen[i].probs[chosen[i].best], old["relevance"], "regroup"))
         elif named[i]:
             readings.append(Reading(named[i][0], 1.0, old["relevance"], "regroup"))
         else:  # names no group answer: keeps what it read before
-            readings.append(Reading(old.get("answer"), old.get("probability", 0.0), old["relevance"], old.get("how", "")))
+            readings.append(
+                Reading(old.get("answer"), old.get("probability", 0.0), old["relevance"], old.get("how", ""))
+            )
     return readings
 
 
-def _scored_confidences(llm, question: str, groups: Sequence[dict], pool: Sequence[Document]) -> list[dict]:
+def _scored_confidences(
+    llm: LLM, question: str, groups: Sequence[Group], pool: Sequence[Document]
+) -> list[Candidate]:
     """Each group's confidence: the scored choice of its own answer among all group answers, given its own passages."""
     answers = [g["answer"] for g in groups]
     if len(groups) < 2:
         return [{**g, "confidence": 1.0} for g in groups]
     choices = read_jointly(llm, [question] * len(groups), [members(g, pool) for g in groups], [answers] * len(groups))
-    return [{**g, "confidence": round(c.probs[i], 4)} for i, (g, c) in enumerate(zip(groups, choices))]
+    return [{**g, "confidence": round(c.probs[i], 4)} for i, (g, c) in enumerate(zip(groups, choices, strict=True))]
 
 
-def _most_reliable_scored(state: AstuteState, runtime: Runtime, candidates: Sequence[dict]) -> tuple[str | None, dict]:
+def _most_reliable_scored(
+    state: AstuteState, runtime: Runtime[Any], candidates: Sequence[Candidate]
+) -> tuple[str | None, dict[str, Any]]:
     """§3.5's comparison of reliability as explicit scores.
 
     Cross-source confirmation first: a group's sources beyond the first (retrieved or from memory)
@@ -369,4 +455,8 @@ def _most_reliable_scored(state: AstuteState, runtime: Runtime, candidates: Sequ
     scores = reliability(confirmed, joint)
     best = max(range(len(answers)), key=scores.__getitem__)
     emit(runtime, "reliability", "select", answers=answers, reliability=[round(r, 4) for r in scores])
-    return answers[best], {"reliability": [round(r, 4) for r in scores], "joint_answer": joint_answer, "joint_choice": joint.as_dict()}
+    return answers[best], {
+        "reliability": [round(r, 4) for r in scores],
+        "joint_answer": joint_answer,
+        "joint_choice": joint.as_dict(),
+    }

@@ -27,14 +27,39 @@ relevance filter of Eq. 5 and the sampling prior use embedding cosine instead.
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import numpy as np
 from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
 from causalrag.nodes import cf_rag_math as cm
 from causalrag.nodes.cf_rag_edits import edits_by_type, question_entities
-from causalrag.nodes.common import context, emit, emit_evidence, fit, judge_of, llm_of, question_of, store_of, stream_text, traced
-from causalrag.nodes.evidence import Reading, confirmations, group_readings, query_relevance, read_cached, read_jointly, reliability, support_matrix, together, with_candidate, written_answer
+from causalrag.nodes.common import (
+    context,
+    emit,
+    emit_evidence,
+    fit,
+    judge_of,
+    llm_of,
+    question_of,
+    store_of,
+    stream_text,
+    traced,
+)
+from causalrag.nodes.evidence import (
+    Reading,
+    confirmations,
+    group_readings,
+    query_relevance,
+    read_cached,
+    read_jointly,
+    reliability,
+    support_matrix,
+    together,
+    with_candidate,
+    written_answer,
+)
 from causalrag.prompts.cf_rag import (
     COUNTERFACTUAL_STOP,
     HYPOTHESIS_STOP,
@@ -47,9 +72,18 @@ from causalrag.prompts.cf_rag import (
     synthesis_prompt,
 )
 from causalrag.prompts.common import ANSWER_STOP, answer_prompt
-from causalrag.state.cf_rag import CFRAGContext, CFRAGState, HypothesisTask
+from causalrag.state.cf_rag import (
+    CFRAGContext,
+    CFRAGState,
+    Counterfactual,
+    Hypothesis,
+    HypothesisTask,
+    ScoredHypothesis,
+)
 from causalrag.text import answer_spans, clean_answer, mentions, normalize_answer, question_options, same_answer
+from causalrag.tools.backends.base import LLM
 from causalrag.tools.encoders import embed
+from causalrag.tools.store import stored_id
 
 REGENERATE_TEMPERATURE = 0.8
 QUICK_ANSWER_TOKENS = 16
@@ -64,16 +98,19 @@ def passage_text(doc: Document) -> str:
 def quick_answers(ctx: CFRAGContext, queries: list[str]) -> list[str]:
     """L(q) by a quick baseline RAG pass: top ``validation_k`` passages each, all answers in one batch."""
     store, llm = store_of(ctx), llm_of(ctx)
-    prompts = [answer_prompt(q, together(llm, q, store.retrieve(q, ctx.validation_k, mode=ctx.retrieval, ids=ctx.ids))) for q in queries]
+    prompts = [
+        answer_prompt(q, together(llm, q, store.retrieve(q, ctx.validation_k, mode=ctx.retrieval, ids=ctx.ids)))
+        for q in queries
+    ]
     outputs = llm_of(ctx).generate(prompts, max_new_tokens=QUICK_ANSWER_TOKENS, stop=ANSWER_STOP)
     return [clean_answer(o[0] if o else "") for o in outputs]
 
 
-def screen(question: str, rows: list[dict], ctx: CFRAGContext, kept: set[str]) -> None:
+def screen(question: str, rows: list[Counterfactual], ctx: CFRAGContext, kept: set[str]) -> None:
     """Eq. 2's similarity half plus repeat/duplicate checks; sets ``similarity`` and ``verdict`` (None = passes)."""
     sims = similarity_to(question, [r["query"] or "?" for r in rows])
     original = normalize_answer(question)
-    for row, sim in zip(rows, sims):
+    for row, sim in zip(rows, sims, strict=True):
         norm = normalize_answer(row["query"])
         row["similarity"] = round(float(sim), 4)
         if not norm:
@@ -95,7 +132,7 @@ def similarity_to(question: str, texts: list[str]) -> np.ndarray:
     return vectors[1:] @ vectors[0]
 
 
-def validate(question: str, rows: list[dict], ctx: CFRAGContext, kept: set[str], baseline: str | None) -> str:
+def validate(question: str, rows: list[Counterfactual], ctx: CFRAGContext, kept: set[str], baseline: str | None) -> str:
     """Screen ``rows``, then compare quick-RAG answers of the survivors with L(q) (Eq. 2's answer half).
 
     The original's quick answer is computed in the same batch the first time; it is returned.
@@ -113,7 +150,7 @@ def validate(question: str, rows: list[dict], ctx: CFRAGContext, kept: set[str],
     answers = quick_answers(ctx, queries) if queries else []
     if baseline is None:
         baseline, answers = answers[0], answers[1:]
-    for row, ans in zip(alive, answers):
+    for row, ans in zip(alive, answers, strict=True):
         row["quick_answer"] = ans
         if not ans:
             row["verdict"] = "no quick answer"
@@ -124,10 +161,10 @@ def validate(question: str, rows: list[dict], ctx: CFRAGContext, kept: set[str],
     return baseline
 
 
-def rewrites(ctx: CFRAGContext, question: str, kinds: list[str], *, attempt: int) -> list[dict]:
+def rewrites(ctx: CFRAGContext, question: str, kinds: list[str], *, attempt: int) -> list[Counterfactual]:
     """Rewrites for every transformation type in one ``generate`` call: greedy first, then
     ``regenerate_samples`` samples per type (the 270M base model copies the question greedily)."""
-    sampling = (
+    sampling: dict[str, Any] = (
         {"temperature": REGENERATE_TEMPERATURE, "n": ctx.regenerate_samples, "seed": ctx.seed} if attempt > 1 else {}
     )
     outputs = llm_of(ctx).generate(
@@ -135,7 +172,7 @@ def rewrites(ctx: CFRAGContext, question: str, kinds: list[str], *, attempt: int
     )
     return [
         {"type": k, "query": parse_rewrite(text), "attempt": attempt}
-        for k, samples in zip(kinds, outputs)
+        for k, samples in zip(kinds, outputs, strict=True)
         for text in samples or [""]
     ]
 
@@ -152,29 +189,43 @@ def ranked_edits(ctx: CFRAGContext, question: str) -> dict[str, list[str]]:
     replacements: dict[str, list[str]] = {}
     if entities and spans:
         vectors = embed(entities + spans)
-        for e, vector in zip(entities, vectors):
+        for e, vector in zip(entities, vectors[: len(entities)], strict=True):
             similar = sorted(range(len(spans)), key=lambda i: -float(vectors[len(entities) + i] @ vector))
             replacements[e] = [spans[i] for i in similar if not same_answer(spans[i], e)][:3]
     options = edits_by_type(question, replacements)
-    choices = llm_of(ctx).choose([counterfactual_prompt(question, kind) for kind in options], list(options.values())) if options else []
-    return {kind: [c.options[i] for i in sorted(range(len(c.options)), key=lambda i: -c.scores[i])] for kind, c in zip(options, choices)}
+    choices = (
+        llm_of(ctx).choose([counterfactual_prompt(question, kind) for kind in options], list(options.values()))
+        if options
+        else []
+    )
+    return {
+        kind: [c.options[i] for i in sorted(range(len(c.options)), key=lambda i: -c.scores[i])]
+        for kind, c in zip(options, choices, strict=True)
+    }
 
 
-def proposals(ctx: CFRAGContext, question: str, scored: dict[str, list[str]] | None, kinds: list[str], *, attempt: int) -> list[dict]:
+def proposals(
+    ctx: CFRAGContext, question: str, scored: dict[str, list[str]] | None, kinds: list[str], *, attempt: int
+) -> list[Counterfactual]:
     """Candidate q' per type: the ``attempt``-th best scored edit, or generated rewrites (judge="generate")."""
     if scored is None:
         return rewrites(ctx, question, kinds, attempt=attempt)
-    return [{"type": k, "query": scored[k][attempt - 1], "attempt": attempt} for k in kinds if len(scored[k]) >= attempt]
+    return [
+        {"type": k, "query": scored[k][attempt - 1], "attempt": attempt} for k in kinds if len(scored[k]) >= attempt
+    ]
 
 
 @traced
 def explore_counterfactuals(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
-    """Propose (generate, or choose edits by score), validate (Eq. 2), retry failed types once, keep the top N by Info (Eq. 3)."""
+    """Propose (generate, or choose edits by score), validate (Eq. 2), retry failed types once, keep the top N by
+    Info (Eq. 3)."""
     ctx = context(runtime)
     question = question_of(state)
     kept: set[str] = set()
     scored = ranked_edits(ctx, question) if judge_of(ctx) == "score" else None
-    rows = proposals(ctx, question, scored, list(scored) if scored is not None else [t[0] for t in TRANSFORMATIONS], attempt=1)
+    rows = proposals(
+        ctx, question, scored, list(scored) if scored is not None else [t[0] for t in TRANSFORMATIONS], attempt=1
+    )
     baseline = validate(question, rows, ctx, kept, None)
     failed = [r["type"] for r in rows if r["verdict"] is not None]
     retried = proposals(ctx, question, scored, failed, attempt=2) if ctx.regenerate and failed else []
@@ -229,10 +280,13 @@ def dialectical_retrieve(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> d
     union: dict[str, Document] = {}
     for i, query in enumerate(queries):
         for doc in store.retrieve(query, ctx.k, mode=ctx.retrieval, ids=ctx.ids):
-            if doc.id not in union:
-                union[doc.id] = Document(id=doc.id, page_content=doc.page_content, metadata={**doc.metadata, "query": i})
+            if (key := stored_id(doc)) not in union:
+                union[key] = Document(
+                    id=doc.id, page_content=doc.page_content, metadata={**doc.metadata, "query": i}
+                )
     llm, question = llm_of(ctx), question_of(state)
-    docs = [d for doc in union.values() for d in path_evidence(llm, ctx, question, [doc])]  # each passage fits a prompt alone
+    # each passage fits a prompt alone
+    docs = [d for doc in union.values() for d in path_evidence(llm, ctx, question, [doc])]
     if not docs:
         emit_evidence(runtime, "dialectical_retrieve", [], retrieved=0)
         return {"pool": [], "trace": [{"retrieved": 0, "duplicates": 0, "filtered_out": 0, "pool": 0}]}
@@ -240,7 +294,9 @@ def dialectical_retrieve(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> d
     keep = cm.dedup_keep(vectors, ctx.theta_dedup)
     relevance = (vectors @ embed(queries).T).max(axis=1)
     passes = [
-        i for i in keep if cm.quality(docs[i].page_content, ctx.min_words) > ctx.theta_quality and relevance[i] > ctx.theta_rel
+        i
+        for i in keep
+        if cm.quality(docs[i].page_content, ctx.min_words) > ctx.theta_quality and relevance[i] > ctx.theta_rel
     ]
     fallback = not passes
     if fallback:  # never leave the paths without evidence: keep the most relevant survivors of dedup
@@ -286,11 +342,18 @@ def cluster_and_sample(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dic
         "samples": samples,
         "candidates": candidates,
         "read": read,
-        "trace": [{"clusters": len(sizes), "cluster_sizes": sizes, "sample_sizes": [len(s) for s in samples], "candidates": candidates}],
+        "trace": [
+            {
+                "clusters": len(sizes),
+                "cluster_sizes": sizes,
+                "sample_sizes": [len(s) for s in samples],
+                "candidates": candidates,
+            }
+        ],
     }
 
 
-def path_evidence(llm, ctx: CFRAGContext, question: str, docs: list[Document]) -> list[Document]:
+def path_evidence(llm: LLM, ctx: CFRAGContext, question: str, docs: list[Document]) -> list[Document]:
     """The best-ranked passages of a path that fit its hypothesis prompt with the rationale's room."""
     return fit(llm, docs, lambda ds: hypothesis_prompt(question, ds), reply_tokens=ctx.hypothesis_tokens)
 
@@ -305,13 +368,17 @@ def pool_answers(ctx: CFRAGContext, question: str, pool: list[Document], read: d
         return own, read
     llm = llm_of(ctx)
     readings, read = read_cached(llm, question, pool, read)
-    joint = written_answer(llm, answer_prompt(question, together(llm, question, pool[: ctx.k])), max_new_tokens=ctx.max_new_tokens)
-    return with_candidate([g.answer for g in group_readings(readings, [str(i) for i in range(len(pool))])], joint, question), read
+    joint = written_answer(
+        llm, answer_prompt(question, together(llm, question, pool[: ctx.k])), max_new_tokens=ctx.max_new_tokens
+    )
+    return with_candidate(
+        [g.answer for g in group_readings(readings, [str(i) for i in range(len(pool))])], joint, question
+    ), read
 
 
 # --------------------------------------------------------------------------- Eq. 8 hypotheses
 @traced
-def hypothesize(task: HypothesisTask, runtime: Runtime[CFRAGContext]) -> dict:
+def hypothesize(state: HypothesisTask, runtime: Runtime[CFRAGContext]) -> dict:
     """(a_j, r_j) = H(q, E_j): one reasoning path, run as its own ``Send`` branch.
 
     Scored: the path answers with the candidate its sample supports most reliably (:func:`~causalrag.nodes.
@@ -320,34 +387,40 @@ def hypothesize(task: HypothesisTask, runtime: Runtime[CFRAGContext]) -> dict:
     follows the 270M model's blend of a conflicting sample, which on the robustness suite's dev half gave
     the two answer-swapped passages' answer on 9 of 12 questions whose pool held 3 correct ones."""
     ctx = context(runtime)
-    docs = list(task.get("documents") or [])
-    candidates = list(task.get("candidates") or [])
-    if candidates and docs:  # scored: the path's answer is a choice among the pool's answers, its rationale the passage stating it
-        choice = read_jointly(llm_of(ctx), [question_of(task)], [docs], [candidates])[0]
-        read = task.get("read") or {}
+    docs = list(state.get("documents") or [])
+    candidates = list(state.get("candidates") or [])
+    # scored: the path's answer is a choice among the pool's answers, its rationale the passage stating it
+    if candidates and docs:
+        choice = read_jointly(llm_of(ctx), [question_of(state)], [docs], [candidates])[0]
+        read = state.get("read") or {}
         scores = reliability(confirmations(candidates, [Reading(**read[d.id]) for d in docs if d.id in read]), choice)
         best = max(range(len(candidates)), key=scores.__getitem__)
         answer = candidates[best]
         stating = [d for d in docs if mentions(answer, passage_text(d))]
-        hypothesis = {"index": task["index"], "answer": answer, "probability": round(choice.probs[best], 4),
-                      "rationale": passage_text(stating[0]) if stating else "", "raw": "",
-                      "evidence": [d.metadata.get("title", "") for d in docs]}
+        hypothesis: Hypothesis = {
+            "index": state["index"],
+            "answer": answer,
+            "probability": round(choice.probs[best], 4),
+            "rationale": passage_text(stating[0]) if stating else "",
+            "raw": "",
+            "evidence": [d.metadata.get("title", "") for d in docs],
+        }
         emit(runtime, "hypothesis", "hypothesize", **{k: v for k, v in hypothesis.items() if k != "raw"})
-        return {"hypotheses": [hypothesis], "trace": [{"path": task["index"], "choice": choice.as_dict(),
+        return {"hypotheses": [hypothesis], "trace": [{"path": state["index"], "choice": choice.as_dict(),
                                                        "reliability": [round(x, 4) for x in scores]}]}
-    docs = path_evidence(llm_of(ctx), ctx, question_of(task), docs)
-    prompt = hypothesis_prompt(question_of(task), docs)
+    docs = path_evidence(llm_of(ctx), ctx, question_of(state), docs)
+    prompt = hypothesis_prompt(question_of(state), docs)
     raw = llm_of(ctx).generate([prompt], max_new_tokens=ctx.hypothesis_tokens, stop=HYPOTHESIS_STOP)[0]
     raw_text = raw[0] if raw else ""
     answer, rationale = parse_hypothesis(raw_text)
-    hypothesis = {"index": task["index"], "answer": answer, "rationale": rationale, "raw": raw_text,
+    hypothesis = {"index": state["index"], "answer": answer, "rationale": rationale, "raw": raw_text,
                   "evidence": [d.metadata.get("title", "") for d in docs]}
     emit(runtime, "hypothesis", "hypothesize", **{k: v for k, v in hypothesis.items() if k != "raw"})
-    return {"hypotheses": [hypothesis], "trace": [{"path": task["index"], "fallback_empty_answer": int(not answer)}]}
+    return {"hypotheses": [hypothesis], "trace": [{"path": state["index"], "fallback_empty_answer": int(not answer)}]}
 
 
 # --------------------------------------------------------------------------- §4.2.2 arbitration
-def confidences(llm, question: str, hyps: list[dict], samples: list[list[Document]]) -> list[float]:
+def confidences(llm: LLM, question: str, hyps: list[Hypothesis], samples: list[list[Document]]) -> list[float]:
     """φ₃: geometric-mean token probability of each generated answer + rationale (one batched call)."""
     prefixes = [hypothesis_prompt(question, samples[h["index"]]) for h in hyps]
     return [float(np.exp(lp)) for lp in llm.logprob(prefixes, [h["raw"] for h in hyps], reduce="mean")]
@@ -371,13 +444,19 @@ def arbitrate(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
     answer_vecs, evidence_vecs = vectors[: len(hyps)], vectors[len(hyps) :]
     scored_judgment = judge_of(ctx) == "score"
     if ctx.extended:
-        conf = [h.get("probability", 0.0) for h in hyps] if scored_judgment else confidences(llm, question, hyps, samples)
+        conf = (
+            [h.get("probability", 0.0) for h in hyps] if scored_judgment else confidences(llm, question, hyps, samples)
+        )
     else:
         conf = [0.0] * len(hyps)
     distinct = list(dict.fromkeys(answers))
     # Mention(a, e): the string test of Eq. 10, or the scored support P(a | e alone) among the hypotheses' answers
-    support = support_matrix(llm, question, list(evidence.values()), distinct) if scored_judgment and len(distinct) > 1 else None
-    scored = []
+    support = (
+        support_matrix(llm, question, list(evidence.values()), distinct)
+        if scored_judgment and len(distinct) > 1
+        else None
+    )
+    scored: list[dict[str, Any]] = []  # each a ScoredHypothesis once its agreement is set below
     for j, h in enumerate(hyps):
         rows = [ids.index(d.id) for d in samples[h["index"]]]
         judged = list(range(len(ids))) if ctx.coherence == "pool" else rows
@@ -385,7 +464,9 @@ def arbitrate(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
             mention = np.array([support[r][distinct.index(answers[j])] for r in judged], dtype=float)
         else:
             mention = np.array([mentions(h["answer"], passage_text(evidence[ids[r]])) for r in judged], dtype=float)
-        coh = cm.phi_coherence(evidence_vecs[judged] @ answer_vecs[j], rel[judged, 0], mention, ctx.lambda1, ctx.lambda2)
+        coh = cm.phi_coherence(
+            evidence_vecs[judged] @ answer_vecs[j], rel[judged, 0], mention, ctx.lambda1, ctx.lambda2
+        )
         causal = cm.phi_causal(rel[rows, 0], rel[rows, 1:])
         spec = cm.specificity(f"{h['answer']} {h['rationale']}")
         score = (
@@ -399,17 +480,25 @@ def arbitrate(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
             parts |= {"confidence": conf[j], "specificity": spec}
         scored.append({**{k: v for k, v in h.items() if k != "raw"}, **{k: round(v, 4) for k, v in parts.items()}})
     agree = cm.agreement(cm.answer_similarity(answers, answer_vecs @ answer_vecs.T), ctx.theta_agree)
-    for h, a in zip(scored, agree):
-        h["agreement"] = round(float(a), 4)
-    ranked = sorted(scored, key=lambda h: (bool(h["answer"]), h["psi"]), reverse=True)
+    for row, a in zip(scored, agree, strict=True):
+        row["agreement"] = round(float(a), 4)
+    by_psi = sorted(scored, key=lambda row: (bool(row["answer"]), row["psi"]), reverse=True)
+    ranked = cast(list[ScoredHypothesis], by_psi)
     consensus = bool(ranked) and bool(ranked[0]["answer"]) and ranked[0]["agreement"] > ctx.consensus_share
-    for h in ranked:
-        emit(runtime, "score", "arbitrate", **h)
+    for best_first in ranked:
+        emit(runtime, "score", "arbitrate", **best_first)
     route = "accept" if consensus else "synthesize"
     emit(runtime, "route", "arbitrate", route=route, agreement=ranked[0]["agreement"] if ranked else 0.0)
-    figures = {"mention": "scored support" if support is not None else "string", "psi": [h["psi"] for h in scored], "phi_coh": [h["phi_coh"] for h in scored],
-               "phi_causal": [h["phi_causal"] for h in scored], "agreement": [h["agreement"] for h in scored],
-               "relevance_source": "llm-query-likelihood", "consensus": consensus, "route": route}
+    figures = {
+        "mention": "scored support" if support is not None else "string",
+        "psi": [h["psi"] for h in scored],
+        "phi_coh": [h["phi_coh"] for h in scored],
+        "phi_causal": [h["phi_causal"] for h in scored],
+        "agreement": [h["agreement"] for h in scored],
+        "relevance_source": "llm-query-likelihood",
+        "consensus": consensus,
+        "route": route,
+    }
     return {"arbitration": ranked, "consensus": consensus, "trace": [figures]}
 
 
@@ -436,7 +525,9 @@ def synthesize(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
     top = (state.get("arbitration") or [])[:3]
     samples = state.get("samples") or []
     docs = list({d.id: d for h in top for d in samples[h["index"]]}.values())[: ctx.synthesis_k]
-    docs = fit(llm_of(ctx), docs, lambda ds: synthesis_prompt(question_of(state), top, ds), reply_tokens=ctx.max_new_tokens)
+    docs = fit(
+        llm_of(ctx), docs, lambda ds: synthesis_prompt(question_of(state), top, ds), reply_tokens=ctx.max_new_tokens
+    )
     prompt = synthesis_prompt(question_of(state), top, docs)
     options = list(dict.fromkeys(h["answer"] for h in top if h["answer"]))
     if judge_of(ctx) == "score" and options:

@@ -17,7 +17,7 @@ chosen one as before. Each type yields options only where it applies:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from causalrag.text import answer_spans, normalize_answer
 
@@ -74,9 +74,11 @@ def question_entities(question: str) -> list[str]:
     return sorted(answer_spans(question, limit=8), key=len, reverse=True)
 
 
-def entity_edits(question: str, replacements: dict[str, Sequence[str]]) -> list[str]:
+def entity_edits(question: str, replacements: Mapping[str, Sequence[str]]) -> list[str]:
     """The question with one entity replaced by each of its ``replacements`` (most similar first)."""
-    return _unique(question, [question.replace(entity, other, 1) for entity, others in replacements.items() for other in others])
+    return _unique(
+        question, [question.replace(entity, other, 1) for entity, others in replacements.items() for other in others]
+    )
 
 
 def role_edits(question: str) -> list[str]:
@@ -93,7 +95,10 @@ def role_edits(question: str) -> list[str]:
 def category_edits(question: str) -> list[str]:
     for pattern, alternatives in CATEGORY_SWAPS:
         if m := re.search(pattern, question, re.IGNORECASE):
-            return _unique(question, [question[: m.start()] + _keep_case(m.group(0), a) + question[m.end() :] for a in alternatives])
+            return _unique(
+                question,
+                [question[: m.start()] + _keep_case(m.group(0), a) + question[m.end() :] for a in alternatives],
+            )
     return []
 
 
@@ -112,7 +117,7 @@ def scope_edits(question: str) -> list[str]:
     return [e for e in _unique(question, edits) if len(e.split()) >= 4]
 
 
-def edits_by_type(question: str, replacements: dict[str, Sequence[str]]) -> dict[str, list[str]]:
+def edits_by_type(question: str, replacements: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
     """Every applicable transformation type with its candidate edits (types without any are left out)."""
     found = {
         "entity": entity_edits(question, replacements),

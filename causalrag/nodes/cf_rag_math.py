@@ -109,7 +109,7 @@ def stratified_samples(
     for _ in range(paths):
         weights = gumbel_softmax(bias, tau, rng) * len(ids)
         chosen: list[int] = []
-        for idx, w in zip(members, weights):
+        for idx, w in zip(members, weights, strict=True):
             size = min(len(idx), max(1, math.floor(len(idx) * rho * w)))
             p = np.exp((relevance[idx] - relevance[idx].max()) / max(tau, 1e-6))
             chosen += rng.choice(idx, size=size, replace=False, p=p / p.sum()).tolist()
@@ -128,7 +128,9 @@ def phi_causal(rel_original: np.ndarray, rel_counterfactual: np.ndarray) -> floa
     return float(np.mean(rel_original - rel_counterfactual.max(axis=1)))
 
 
-def phi_coherence(answer_sim: np.ndarray, relevance: np.ndarray, mention: np.ndarray, lambda1: float, lambda2: float) -> float:
+def phi_coherence(
+    answer_sim: np.ndarray, relevance: np.ndarray, mention: np.ndarray, lambda1: float, lambda2: float
+) -> float:
     """Eq. 9-10: mean over the evidence of λ₁·sim(Enc(a), Enc(e)) + λ₂·s(q, e)·Mention(a, e)."""
     if answer_sim.size == 0:
         return 0.0

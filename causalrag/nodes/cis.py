@@ -13,8 +13,8 @@ from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
 from causalrag.nodes.common import context, emit_evidence, fit, llm_of, question_of, store_of, traced
-from causalrag.state.cis import CISContext, CISState
 from causalrag.prompts.cis import passage_text, query_prefix
+from causalrag.state.cis import CISContext, CISState
 from causalrag.tools.cis import CISScore, CISScorer
 from causalrag.tools.cross_encoder import default_distilled_path, load_distilled
 
@@ -31,7 +31,9 @@ def retrieve_candidates(state: CISState, runtime: Runtime[CISContext]) -> dict:
 def scorable(ctx: CISContext, question: str, docs: list[Document]) -> list[Document]:
     """Each candidate as it fits the log p(K | Q) prompt alone (an overlong passage trimmed to its leading words)."""
     prefix, llm = query_prefix(question, ctx.form), llm_of(ctx)
-    return [d for doc in docs for d in fit(llm, [doc], lambda ds: prefix + "".join(map(passage_text, ds)), reply_tokens=0)]
+    return [
+        d for doc in docs for d in fit(llm, [doc], lambda ds: prefix + "".join(map(passage_text, ds)), reply_tokens=0)
+    ]
 
 
 def lm_scores(ctx: CISContext, question: str, docs: list[Document]) -> tuple[list[CISScore], dict]:
@@ -49,7 +51,13 @@ def distilled_scores(ctx: CISContext, question: str, docs: list[Document]) -> tu
 
 def annotated(doc: Document, score: CISScore, first_rank: int) -> Document:
     """A copy of ``doc`` whose score is its CIS, keeping the first-stage score for comparison."""
-    meta = {**doc.metadata, "first_stage_score": doc.metadata.get("score"), "first_stage_rank": first_rank, "score": score.cis, "cis": score.cis}
+    meta = {
+        **doc.metadata,
+        "first_stage_score": doc.metadata.get("score"),
+        "first_stage_rank": first_rank,
+        "score": score.cis,
+        "cis": score.cis,
+    }
     if math.isfinite(score.logp_k_given_q):
         meta["logp_k_given_q"] = score.logp_k_given_q
     if score.logp_k is not None:

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from langchain_core.documents import Document
 from langgraph.config import get_config
@@ -26,15 +26,21 @@ from langgraph.types import Command
 
 from causalrag.budget import fit_passages
 from causalrag.errors import CausalRAGError, EmptyQuestionError
+from causalrag.params import check_context
 from causalrag.prompts.common import ANSWER_STOP, answer_prompt
 from causalrag.state.base import RAGContext, RAGState
-from causalrag.params import check_context
 from causalrag.text import clean_answer, readable
 from causalrag.tools.backends.chat_model import LLMChatModel, ReplyChatModel
 from causalrag.tools.usage import metered
 
+if TYPE_CHECKING:  # annotations only: Chroma and BM25 load when a node first retrieves
+    from causalrag.tools.backends.base import LLM
+    from causalrag.tools.store import Store
+
 C = TypeVar("C", bound=RAGContext)
+"""A method's context: shared nodes take any method's (LangGraph checks a node's context against its graph's)."""
 T = TypeVar("T")
+N = TypeVar("N", bound=Callable[..., Any])
 DEFAULT_CONTEXT_KEY = "causalrag_context"
 
 
@@ -53,23 +59,24 @@ def context(runtime: Runtime[C]) -> C:
     return check_context(given if bound is None else given.over(bound))
 
 
-def llm_of(ctx: RAGContext) -> Any:
-    """The context's LLM; None → the process-wide default model, loaded once and kept on the context,
-    so one model serves every node of the run."""
-    if ctx.llm is None:
-        from causalrag.tools.llm import default_llm  # looked up per call, so a replaced default is seen
+def llm_of(ctx: RAGContext) -> LLM:
+    """The context's LLM; None → the process-wide default model (loaded once per process, so one model
+    serves every node of every run). The context is left as it is: it belongs to the caller."""
+    if ctx.llm is not None:
+        return ctx.llm
+    from causalrag.tools.llm import default_llm  # looked up per call, so a replaced default is seen
 
-        ctx.llm = default_llm()
-    return ctx.llm
+    return default_llm()
 
 
-def store_of(ctx: RAGContext) -> Any:
-    """The context's store; None → the ``collection`` store (the demo collection is seeded on first use), kept on the context."""
-    if ctx.store is None:
-        from causalrag.corpus import open_store  # Chroma loads only when a node first retrieves
+def store_of(ctx: RAGContext) -> Store:
+    """The context's store; None → the process-wide store of ``collection`` (opened once, the demo collection
+    seeded on first use). The context is left as it is: it belongs to the caller."""
+    if ctx.store is not None:
+        return ctx.store
+    from causalrag.corpus import default_store  # Chroma loads only when a node first retrieves
 
-        ctx.store = open_store(ctx.collection)
-    return ctx.store
+    return default_store(ctx.collection)
 
 
 def judge_of(ctx: Any) -> str:
@@ -80,7 +87,7 @@ def judge_of(ctx: Any) -> str:
     return "score" if getattr(llm_of(ctx), "can_choose", False) else "generate"
 
 
-def question_of(state: RAGState) -> str:
+def question_of(state: Mapping[str, Any]) -> str:
     """The question as one clean line (bytes that were not UTF-8 and control characters made harmless)."""
     question = " ".join(readable(str(state.get("question") or "")).split())
     if not question:
@@ -90,11 +97,19 @@ def question_of(state: RAGState) -> str:
 
 def doc_json(doc: Document) -> dict:
     """A document as plain JSON: id, title, text, score and any other scalar metadata."""
-    extra = {k: v for k, v in doc.metadata.items() if isinstance(v, (int, float, str, bool)) and k not in ("title", "score")}
-    return {"id": doc.id, "title": doc.metadata.get("title", ""), "text": doc.page_content, "score": doc.metadata.get("score"), **extra}
+    extra = {
+        k: v for k, v in doc.metadata.items() if isinstance(v, (int, float, str, bool)) and k not in ("title", "score")
+    }
+    return {
+        "id": doc.id,
+        "title": doc.metadata.get("title", ""),
+        "text": doc.page_content,
+        "score": doc.metadata.get("score"),
+        **extra,
+    }
 
 
-def emit(runtime: Runtime, event_type: str, stage: str, **payload: Any) -> None:
+def emit(runtime: Runtime[Any], event_type: str, stage: str, **payload: Any) -> None:
     """Stream ``{"type", "stage", ...}`` to ``stream_mode="custom"`` (a no-op when nobody listens).
 
     A final answer (``event_type="answer"``) also reaches ``stream_mode="messages"`` as a message
@@ -122,14 +137,16 @@ def say(answer: str, stage: str) -> None:
         ReplyChatModel(reply=answer).invoke([], config={"metadata": {"causalrag_stage": stage}})
 
 
-def emit_evidence(runtime: Runtime, stage: str, documents: Sequence[Document], **payload: Any) -> None:
+def emit_evidence(runtime: Runtime[Any], stage: str, documents: Sequence[Document], **payload: Any) -> None:
     emit(runtime, "evidence", stage, documents=[doc_json(d) for d in documents], **payload)
 
 
 _fitted: ContextVar[list | None] = ContextVar("causalrag_fitted", default=None)
 
 
-def fit(llm: Any, documents: Sequence[Document], prompt: Callable[[list[Document]], str], *, reply_tokens: int) -> list[Document]:
+def fit(
+    llm: Any, documents: Sequence[Document], prompt: Callable[[list[Document]], str], *, reply_tokens: int
+) -> list[Document]:
     """The best-ranked ``documents`` whose ``prompt(documents)`` fits the model's window with room for the
     reply (:func:`causalrag.budget.fit_passages`: lower-ranked passages dropped, an overlong best one
     trimmed); what was left out is added to the running node's trace (``budget_dropped``/``budget_trimmed``)."""
@@ -140,11 +157,13 @@ def fit(llm: Any, documents: Sequence[Document], prompt: Callable[[list[Document
     return fitted.documents
 
 
-def traced(node: Callable[[Any, Runtime], Any]) -> Callable[[Any, Runtime], Any]:
-    """Record the node's wall time and LLM usage as one ``trace`` entry (and any passages the budget left out)."""
+def traced(node: N) -> N:
+    """Record the node's wall time and LLM usage as one ``trace`` entry (and any passages the budget left out).
+
+    The wrapper keeps the node's signature (its state and context types), so the graph checks them."""
 
     @functools.wraps(node)
-    def wrapper(state: Any, runtime: Runtime) -> Any:
+    def wrapper(state: Any, runtime: Runtime[Any]) -> Any:
         start = time.perf_counter()
         notes = _fitted.set([])
         try:
@@ -162,7 +181,10 @@ def traced(node: Callable[[Any, Runtime], Any]) -> Callable[[Any, Runtime], Any]
             "forward_passes": usage.forward_passes,
         }
         if fitted:
-            entry |= {"budget_dropped": sum(f.dropped for f in fitted), "budget_trimmed": sum(f.trimmed for f in fitted)}
+            entry |= {
+                "budget_dropped": sum(f.dropped for f in fitted),
+                "budget_trimmed": sum(f.trimmed for f in fitted),
+            }
         update = result.update if isinstance(result, Command) else result
         update = dict(update or {})
         for extra in update.pop("trace", []):
@@ -172,7 +194,7 @@ def traced(node: Callable[[Any, Runtime], Any]) -> Callable[[Any, Runtime], Any]
             return Command(update=update, goto=result.goto, graph=result.graph, resume=result.resume)
         return update
 
-    return wrapper
+    return cast(N, wrapper)
 
 
 def summarize_trace(trace: Sequence[dict]) -> dict:
@@ -183,7 +205,9 @@ def summarize_trace(trace: Sequence[dict]) -> dict:
     return totals
 
 
-def stream_text(runtime: Runtime, llm: Any, prompt: str, *, stage: str, max_new_tokens: int, stop: Sequence[str]) -> str:
+def stream_text(
+    runtime: Runtime[Any], llm: Any, prompt: str, *, stage: str, max_new_tokens: int, stop: Sequence[str]
+) -> str:
     """Generate one completion, each piece a ``token`` event (``stream_mode="custom"``) and a message
     chunk (``"messages"``: the model's chat-model view, so LangGraph sees a chat model stream)."""
     chat = LLMChatModel(llm=llm, max_new_tokens=max_new_tokens, stop=list(stop))
@@ -230,7 +254,7 @@ def generate_parsed(
         if attempt:
             kwargs["temperature"] = max(retry_temperature, kwargs.get("temperature", 0.0))
         outputs = llm.generate([prompts[i] for i in todo], **kwargs)
-        for i, out in zip(todo, outputs):
+        for i, out in zip(todo, outputs, strict=True):
             raw[i] = out[0] if out else ""
             values[i] = parse(raw[i])
         todo = [i for i in todo if values[i] is None]
@@ -242,7 +266,7 @@ def generate_parsed(
 
 # --------------------------------------------------------------------------- shared nodes
 @traced
-def retrieve(state: RAGState, runtime: Runtime[RAGContext]) -> dict:
+def retrieve(state: RAGState, runtime: Runtime[C]) -> dict[str, Any]:
     """Top-k passages for the question (dense, BM25 or hybrid, as the context says)."""
     ctx = context(runtime)
     docs = store_of(ctx).retrieve(question_of(state), ctx.k, mode=ctx.retrieval, ids=ctx.ids)
@@ -251,11 +275,16 @@ def retrieve(state: RAGState, runtime: Runtime[RAGContext]) -> dict:
 
 
 @traced
-def answer(state: RAGState, runtime: Runtime[RAGContext]) -> dict:
+def answer(state: RAGState, runtime: Runtime[C]) -> dict[str, Any]:
     """Short answer from the top-k ``documents`` (closed book when there are none), streamed token by token."""
     ctx = context(runtime)
     question, llm = question_of(state), llm_of(ctx)
-    used = fit(llm, list(state.get("documents") or [])[: ctx.k], lambda docs: answer_prompt(question, docs), reply_tokens=ctx.max_new_tokens)
+    used = fit(
+        llm,
+        list(state.get("documents") or [])[: ctx.k],
+        lambda docs: answer_prompt(question, docs),
+        reply_tokens=ctx.max_new_tokens,
+    )
     prompt = answer_prompt(question, used)
     text = stream_text(runtime, llm, prompt, stage="answer", max_new_tokens=ctx.max_new_tokens, stop=ANSWER_STOP)
     final = clean_answer(text)

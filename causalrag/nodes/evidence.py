@@ -5,8 +5,8 @@ badly, but it ranks given options well. So a conflict is made explicit before an
 
 1. **isolate** — :func:`read_each` reads every passage *alone*, all in one batch: a question with
    options of its own (yes/no, "A or B") is a scored choice among them; otherwise the model writes a
-   short answer, kept (trimmed to the words the passage states) when the passage states it, else replaced by a scored choice
-   among the spans the passage offers (:func:`reading_options`). Each reading then gets its
+   short answer, kept (trimmed to the words the passage states) when the passage states it, else replaced by a
+   scored choice among the spans the passage offers (:func:`reading_options`). Each reading then gets its
    **relevance**: how much the question raises the answer's likelihood in that passage over a
    content-free question ("N/A"; mean log-probability per token). A passage that does not answer
    the question (off topic, or planting an answer whatever is asked, as an injected instruction
@@ -45,7 +45,7 @@ from causalrag.text import (
     restates,
     same_answer,
 )
-from causalrag.tools.backends.base import Choice
+from causalrag.tools.backends.base import LLM, Choice
 
 
 def passage_text(doc: Document) -> str:
@@ -56,7 +56,9 @@ def passage_text(doc: Document) -> str:
 
 def reading_options(question: str, doc: Document, *, limit: int = 12) -> list[str]:
     """The answers one passage offers: the question's own options, else spans of its key sentences."""
-    return question_options(question) or answer_spans(key_sentences(question, passage_text(doc)), exclude=question, limit=limit)
+    return question_options(question) or answer_spans(
+        key_sentences(question, passage_text(doc)), exclude=question, limit=limit
+    )
 
 
 NEUTRAL_QUESTION = "N/A"
@@ -81,25 +83,33 @@ class Reading:
         return bool(self.answer) and self.relevance > 0
 
     def as_dict(self) -> dict:
-        return {"answer": self.answer, "probability": round(self.probability, 4), "relevance": round(self.relevance, 4), "how": self.how}
+        return {
+            "answer": self.answer,
+            "probability": round(self.probability, 4),
+            "relevance": round(self.relevance, 4),
+            "how": self.how,
+        }
 
 
 REPLY_ROOM = 32
 """Tokens kept for a scored option or a short written answer when a prompt is fitted to the window."""
 
 
-def alone(llm, question: str, docs: Sequence[Document]) -> list[Document]:
+def alone(llm: LLM, question: str, docs: Sequence[Document]) -> list[Document]:
     """Each passage as it fits a single-passage prompt (an overlong one trimmed, one that cannot fit emptied)."""
     fitted = [fit(llm, [d], lambda ds: answer_prompt(question, ds), reply_tokens=REPLY_ROOM) for d in docs]
-    return [f[0] if f else Document(id=d.id, page_content="", metadata=dict(d.metadata)) for f, d in zip(fitted, docs)]
+    return [
+        f[0] if f else Document(id=d.id, page_content="", metadata=dict(d.metadata))
+        for f, d in zip(fitted, docs, strict=True)
+    ]
 
 
-def together(llm, question: str, docs: Sequence[Document]) -> list[Document]:
+def together(llm: LLM, question: str, docs: Sequence[Document]) -> list[Document]:
     """The best-ranked passages that fit one prompt together (lower-ranked ones dropped)."""
     return fit(llm, list(docs), lambda ds: answer_prompt(question, ds), reply_tokens=REPLY_ROOM)
 
 
-def read_each(llm, question: str, docs: Sequence[Document], *, max_new_tokens: int = 16) -> list[Reading]:
+def read_each(llm: LLM, question: str, docs: Sequence[Document], *, max_new_tokens: int = 16) -> list[Reading]:
     """Every passage read alone (batched calls over all passages), then its relevance (one more call)."""
     docs = alone(llm, question, docs)
     readings = [Reading(None)] * len(docs)
@@ -108,9 +118,11 @@ def read_each(llm, question: str, docs: Sequence[Document], *, max_new_tokens: i
         for i, c in enumerate(llm.choose([answer_prompt(question, [d]) for d in docs], [own] * len(docs))):
             readings[i] = Reading(c.answer, c.probs[c.best], how="options")
     elif docs:
-        written = llm.generate([answer_prompt(question, [d]) for d in docs], max_new_tokens=max_new_tokens, stop=ANSWER_STOP)
+        written = llm.generate(
+            [answer_prompt(question, [d]) for d in docs], max_new_tokens=max_new_tokens, stop=ANSWER_STOP
+        )
         spans = []
-        for i, (doc, out) in enumerate(zip(docs, written)):
+        for i, (doc, out) in enumerate(zip(docs, written, strict=True)):
             answer = grounded(clean_answer(out[0] if out else ""), passage_text(doc))
             if answer and not restates(answer, question):
                 readings[i] = Reading(answer, how="written")
@@ -118,22 +130,22 @@ def read_each(llm, question: str, docs: Sequence[Document], *, max_new_tokens: i
                 spans.append((i, options))
         if spans:  # the model wrote what the passage does not state: choose among what it does state
             choices = llm.choose([answer_prompt(question, [docs[i]]) for i, _ in spans], [o for _, o in spans])
-            for (i, _), c in zip(spans, choices):
+            for (i, _), c in zip(spans, choices, strict=True):
                 readings[i] = Reading(c.answer, c.probs[c.best], how="spans")
     return with_relevance(llm, question, docs, readings)
 
 
-def read_cached(llm, question: str, docs: Sequence[Document], read: dict) -> tuple[list[Reading], dict]:
+def read_cached(llm: LLM, question: str, docs: Sequence[Document], read: dict) -> tuple[list[Reading], dict]:
     """:func:`read_each` for the passages not in ``read`` (readings by passage id, as plain data); returns
     every passage's reading in order and the updated record, so each passage is read once per run."""
     read = dict(read)
     unread = list({d.id: d for d in docs if d.id not in read}.values())
-    for doc, reading in zip(unread, read_each(llm, question, unread)):
+    for doc, reading in zip(unread, read_each(llm, question, unread), strict=True):
         read[doc.id] = reading.as_dict()
     return [Reading(**read[d.id]) for d in docs], read
 
 
-def with_relevance(llm, question: str, docs: Sequence[Document], readings: Sequence[Reading]) -> list[Reading]:
+def with_relevance(llm: LLM, question: str, docs: Sequence[Document], readings: Sequence[Reading]) -> list[Reading]:
     """Each reading's relevance: its answer scored in its passage under the question minus under "N/A"."""
     asked = [i for i, r in enumerate(readings) if r.answer]
     if not asked:
@@ -141,11 +153,11 @@ def with_relevance(llm, question: str, docs: Sequence[Document], readings: Seque
     docs = alone(llm, question, docs)
     gains = llm.choose(
         [answer_prompt(question, [docs[i]]) for i in asked],
-        [[readings[i].answer] for i in asked],
+        [[readings[i].answer or ""] for i in asked],  # every asked reading has an answer
         neutral=[answer_prompt(NEUTRAL_QUESTION, [docs[i]]) for i in asked],
     )
     out = list(readings)
-    for i, gain in zip(asked, gains):
+    for i, gain in zip(asked, gains, strict=True):
         out[i] = Reading(readings[i].answer, readings[i].probability, float(gain.scores[0]), readings[i].how)
     return out
 
@@ -172,23 +184,26 @@ def group_readings(readings: Sequence[Reading], labels: Sequence[str]) -> list[G
     """
     groups: list[Group] = []
     spellings: list[list[str]] = []
-    for i, (reading, label) in enumerate(zip(readings, labels)):
-        if not reading.votes or not normalize_answer(reading.answer):
+    for i, (reading, label) in enumerate(zip(readings, labels, strict=True)):
+        answer = reading.answer
+        if not reading.votes or answer is None or not normalize_answer(answer):
             continue
-        home = next((g for g, names in enumerate(spellings) if any(same_answer(reading.answer, n) for n in names)), None)
+        home = next(
+            (g for g, names in enumerate(spellings) if any(same_answer(answer, n) for n in names)), None
+        )
         if home is None:
-            groups.append(Group(reading.answer))
+            groups.append(Group(answer))
             spellings.append([])
             home = len(groups) - 1
         groups[home].sources.append(label)
         groups[home].members.append(i)
-        spellings[home].append(reading.answer)
-    for group, names in zip(groups, spellings):
+        spellings[home].append(answer)
+    for group, names in zip(groups, spellings, strict=True):
         group.answer = max(names, key=lambda n: (names.count(n), len(n)))
     return sorted(groups, key=lambda g: (-len(g.members), g.members[0]))
 
 
-def written_answer(llm, prompt: str, *, max_new_tokens: int = 24) -> str:
+def written_answer(llm: LLM, prompt: str, *, max_new_tokens: int = 24) -> str:
     """The model's own short answer to a prompt that holds every passage (standard RAG's reading):
     one more candidate, so a scored choice can always pick what the passages read together say."""
     out = llm.generate([prompt], max_new_tokens=max_new_tokens, stop=ANSWER_STOP)[0]
@@ -217,21 +232,25 @@ def confirmations(answers: Sequence[str], readings: Sequence[Reading]) -> list[i
     return [max(0, sum(r.votes and same_answer(r.answer or "", a) for r in readings) - 1) for a in answers]
 
 
-def read_jointly(llm, questions: Sequence[str], contexts: Sequence[Sequence[Document]], options: Sequence[Sequence[str]]) -> list[Choice]:
+def read_jointly(
+    llm: LLM, questions: Sequence[str], contexts: Sequence[Sequence[Document]], options: Sequence[Sequence[str]]
+) -> list[Choice]:
     """Scored choices among fixed candidate answers, each given its passages together (one batched call)."""
-    prompts = [answer_prompt(q, together(llm, q, docs)) for q, docs in zip(questions, contexts)]
+    prompts = [answer_prompt(q, together(llm, q, docs)) for q, docs in zip(questions, contexts, strict=True)]
     return llm.choose(prompts, [list(o) for o in options])
 
 
-def support_matrix(llm, question: str, docs: Sequence[Document], answers: Sequence[str]) -> list[list[float]]:
+def support_matrix(llm: LLM, question: str, docs: Sequence[Document], answers: Sequence[str]) -> list[list[float]]:
     """P(answer | passage alone, question) for every passage × answer: which answer each passage supports."""
     if not docs or not answers:
         return [[] for _ in docs]
-    choices = llm.choose([answer_prompt(question, [d]) for d in alone(llm, question, docs)], [list(answers)] * len(docs))
+    choices = llm.choose(
+        [answer_prompt(question, [d]) for d in alone(llm, question, docs)], [list(answers)] * len(docs)
+    )
     return [list(c.probs) for c in choices]
 
 
-def query_relevance(llm, docs: Sequence[Document], queries: Sequence[str]) -> np.ndarray:
+def query_relevance(llm: LLM, docs: Sequence[Document], queries: Sequence[str]) -> np.ndarray:
     """s(q, e) = σ(mean log p(q | e) − mean log p(q | no passage)) per token, for every passage × query.
 
     One batched ``logprob`` call. q is scored as the question asked of e in the single-passage

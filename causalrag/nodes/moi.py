@@ -28,6 +28,7 @@ from causalrag.prompts.common import ANSWER_STOP, answer_prompt
 from causalrag.prompts.moi import question_continuation, saliency_prefix
 from causalrag.state.moi import MoIContext, MoIState
 from causalrag.text import clean_answer, normalize_answer
+from causalrag.tools.backends.base import LLM
 
 
 # --------------------------------------------------------------------------- stages as functions
@@ -53,7 +54,7 @@ def positions(ctx: MoIContext, n: int) -> int:
     return min(n, ctx.prefix) if ctx.prefix > 0 else n
 
 
-def within_window(llm, ctx: MoIContext, question: str, candidates: list[Document]) -> list[Document]:
+def within_window(llm: LLM, ctx: MoIContext, question: str, candidates: list[Document]) -> list[Document]:
     """Each candidate cut to its share of the window, so that any ordering of :func:`positions` of them
     fits one prompt (a share, not a ranked cut: every candidate must stay in the game for Eq. 4)."""
     m = max(1, positions(ctx, len(candidates)))
@@ -61,7 +62,9 @@ def within_window(llm, ctx: MoIContext, question: str, candidates: list[Document
     return [d for doc in candidates for d in fit(llm, [doc], share, reply_tokens=ctx.max_new_tokens)]
 
 
-def saliency(llm, question: str, candidates: list[Document], perms: list[Permutation]) -> tuple[list[float], float]:
+def saliency(
+    llm: LLM, question: str, candidates: list[Document], perms: list[Permutation]
+) -> tuple[list[float], float]:
     """s(π) = log p(q | π's passages) − log p(q) for every π, and log p(q): ONE batched ``logprob`` call."""
     prefixes = [saliency_prefix([candidates[i] for i in p]) for p in perms] + [saliency_prefix([])]
     scores = llm.logprob(prefixes, [question_continuation(question)] * len(prefixes))
@@ -99,7 +102,9 @@ def retrieve_candidates(state: MoIState, runtime: Runtime[MoIContext]) -> dict:
     """The n passages MoI reorders (n = max(candidates, k)), in the retriever's order."""
     ctx = context(runtime)
     n, question = max(ctx.candidates, ctx.k), question_of(state)
-    docs = within_window(llm_of(ctx), ctx, question, store_of(ctx).retrieve(question, n, mode=ctx.retrieval, ids=ctx.ids))
+    docs = within_window(
+        llm_of(ctx), ctx, question, store_of(ctx).retrieve(question, n, mode=ctx.retrieval, ids=ctx.ids)
+    )
     emit_evidence(runtime, "retrieve", docs)
     return {"candidates": docs, "documents": docs, "ranking": [d.id for d in docs]}
 
@@ -110,7 +115,10 @@ def permute(state: MoIState, runtime: Runtime[MoIContext]) -> dict:
     ctx = context(runtime)
     perms = propose(ctx, len(state.get("candidates") or []))
     emit(runtime, "permutations", "permute", permutations=[list(p) for p in perms])
-    return {"permutations": [list(p) for p in perms], "trace": [{"permutations": len(perms), "positions": max(map(len, perms), default=0)}]}
+    return {
+        "permutations": [list(p) for p in perms],
+        "trace": [{"permutations": len(perms), "positions": max(map(len, perms), default=0)}],
+    }
 
 
 @traced
@@ -133,7 +141,7 @@ def solve(state: MoIState, runtime: Runtime[MoIContext]) -> dict:
     candidates = list(state.get("candidates") or [])
     update = debias(ctx, candidates, perms, list(state.get("saliency") or []))
     emit(runtime, "position_weights", "solve", w=[round(v, 4) for v in update["position_weights"]])
-    by_utility = sorted(zip(candidates, update["utilities"]), key=lambda pair: -pair[1])
+    by_utility = sorted(zip(candidates, update["utilities"], strict=True), key=lambda pair: -pair[1])
     emit(runtime, "utilities", "solve",
          utilities=[{"id": d.id, "title": d.metadata.get("title", ""), "u": round(u, 4)} for d, u in by_utility])
     emit_evidence(runtime, "solve", update["documents"])
@@ -147,7 +155,9 @@ def rerank_moi(state: MoIState, runtime: Runtime[MoIContext]) -> dict:
     Reads ``candidates`` (or, when absent, ``documents``) and writes the reranked ``documents``.
     """
     ctx = context(runtime)
-    candidates = within_window(llm_of(ctx), ctx, question_of(state), list(state.get("candidates") or state.get("documents") or []))
+    candidates = within_window(
+        llm_of(ctx), ctx, question_of(state), list(state.get("candidates") or state.get("documents") or [])
+    )
     perms = propose(ctx, len(candidates))
     values, log_p_question = saliency(llm_of(ctx), question_of(state), candidates, perms) if perms else ([], 0.0)
     update = debias(ctx, candidates, perms, values)

@@ -105,8 +105,8 @@ def solve_position_bias(
     fits equally well for every a ≠ 0, including the mirror a < 0 that reverses the ranking.
     Cyclic proposals are under-determined too (n equations, n + K − 1 unknowns). The prior picks
     one fit: w₀ ∝ 1/(j+1) encodes the position bias the paper measures (Fig. 6: the first
-    position, the first passage of the prompt, weighs most), which fixes the sign; the ridge fixes the scale. With pruned
-    proposals (passages absent from a prompt add nothing) the fit is identifiable and the prior
+    position, the first passage of the prompt, weighs most), which fixes the sign; the ridge fixes the scale.
+    With pruned proposals (passages absent from a prompt add nothing) the fit is identifiable and the prior
     is negligible. Scores are standardized first: since Σ w = 1 an affine change of the scores
     is the same affine change of u, which we undo.
     """
@@ -138,6 +138,12 @@ def solve_position_bias(
         value = float(err @ err / m + ridge * (np.sum((w - w0) ** 2) + u @ u / n))
         return value, np.concatenate([grad_w, grad_u])
 
+    def excess_weight(x: np.ndarray) -> float:  # Σ w − 1, held at zero
+        return x[:width].sum() - 1.0
+
+    def excess_weight_grad(x: np.ndarray) -> np.ndarray:
+        return np.r_[np.ones(width), np.zeros(n)]
+
     if width == 1:  # one position: Eq. 4 reduces to u = the mean score (pointwise Bayes saliency)
         result_x, ok = np.concatenate([[1.0], u0]), True
     else:
@@ -147,10 +153,10 @@ def solve_position_bias(
             jac=True,
             method="SLSQP",
             bounds=[(0.0, 1.0)] * width + [(None, None)] * n,
-            constraints=[{"type": "eq", "fun": lambda x: x[:width].sum() - 1.0, "jac": lambda x: np.r_[np.ones(width), np.zeros(n)]}],
+            constraints=[{"type": "eq", "fun": excess_weight, "jac": excess_weight_grad}],
             options={"maxiter": 500, "ftol": 1e-10},
         )
-        ok = bool(result.success) and np.all(np.isfinite(result.x))
+        ok = bool(result.success) and bool(np.all(np.isfinite(result.x)))
         result_x = result.x if ok else np.concatenate([w0, u0])
     w = np.clip(result_x[:width], 0.0, None)
     w = w / w.sum()

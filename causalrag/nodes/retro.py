@@ -25,7 +25,8 @@ score is made robust in two ways, and both parts are kept in the trace:
 2. **combined**: s = ½·p_cal + ½·agreement, where agreement is a text score that needs no
    LLM — for s_sc the agreement of a and a_sc (1 if one normalized answer contains the other,
    else the larger of their token F1 and MiniLM cosine), for s_qr the cosine of the inference
-   and the closest of q_m and E_i^(L-1) (what M_qr reads), for s_ra the share of the inference's content words found in E_s.
+   and the closest of q_m and E_i^(L-1) (what M_qr reads), for s_ra the share of the inference's content words
+   found in E_s.
 
 A text agreement of 1 passes t = 0.7 unless the calibrated LLM says "no" (p_cal < 0.4); a text
 agreement near 0 can never pass. ``judge="raw"`` is the paper's rule as written.
@@ -35,24 +36,48 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
-from causalrag.nodes.common import context, emit, emit_evidence, fit, judge_of, llm_of, question_of, store_of, stream_text, traced
+from causalrag.nodes.common import (
+    context,
+    emit,
+    emit_evidence,
+    fit,
+    judge_of,
+    llm_of,
+    question_of,
+    store_of,
+    stream_text,
+    traced,
+)
 from causalrag.nodes.evidence import group_readings, read_cached, with_candidate, written_answer
 from causalrag.prompts import retro as prompts
-from causalrag.state.retro import RetroContext, RetroState
-from causalrag.text import clean_answer, f1_score, key_sentences, mentions, normalize_answer, question_options, same_answer
-from causalrag.tools.backends.base import softmax
+from causalrag.state.retro import Consistency, RetroContext, RetroState, Round
+from causalrag.text import (
+    clean_answer,
+    f1_score,
+    key_sentences,
+    mentions,
+    normalize_answer,
+    question_options,
+    same_answer,
+)
+from causalrag.tools.backends.base import LLM, softmax
 from causalrag.tools.encoders import cosine_matrix
 
 _CONNECTORS = {"of", "van", "von", "de", "der", "du", "la", "le", "the"}
 _LEADING = {"in", "on", "at", "what", "which", "who", "whom", "whose", "where", "when", "how", "why",
             "is", "are", "was", "were", "did", "does", "do", "for", "from", "to", "by", "of", "name"}
-_STOPWORDS = _LEADING | _CONNECTORS | {"and", "a", "an", "it", "its", "his", "her", "their", "was", "with", "as", "that", "this", "be"}
+_STOPWORDS = (
+    _LEADING
+    | _CONNECTORS
+    | {"and", "a", "an", "it", "its", "his", "her", "their", "was", "with", "as", "that", "this", "be"}
+)
 FACT_ROOM = 128
 """Tokens kept beside E_s for the inferential evidence and the re-query's reasoning line when E_s is fitted."""
 _UNINFORMATIVE = 0.1
@@ -67,7 +92,8 @@ def key_entities(question: str) -> list[str]:
     are capitalized in the questions of HotpotQA/2Wiki), skipping a capitalized question word.
     """
     words = re.findall(r"[\w'’.-]+|[^\w\s]", question)  # punctuation tokens end a run
-    entities, run = [], []
+    entities: list[list[str]] = []
+    run: list[str] = []
     for i, word in enumerate(words):
         capital = word[:1].isupper() and not (i == 0 and word.lower() in _LEADING)
         if capital or (run and word.lower() in _CONNECTORS):
@@ -101,7 +127,7 @@ def calibrate(p: float, neutral: float) -> float:
     return 1 / (1 + math.exp(-logit))
 
 
-def judge(raw: float, neutral: float, agreement: float, mode: str) -> dict:
+def judge(raw: float, neutral: float, agreement: float, mode: str) -> Consistency:
     """One judgment: the raw and calibrated yes-probabilities, the text agreement, the score used."""
     cal = calibrate(raw, neutral)
     score = {"raw": raw, "calibrated": cal, "combined": 0.5 * (cal + agreement)}[mode]
@@ -156,12 +182,12 @@ def match_scores(ctx: RetroContext, query: str, texts: Sequence[str]) -> list[fl
     """
     if not texts:
         return []
-    llm = np.array(llm_of(ctx).yes_probability([prompts.relevance_prompt(t, query) for t in texts])) if ctx.matching != "dense" else None
-    dense = cosine_matrix([query], list(texts))[0].astype(float) if ctx.matching != "llm" else None
-    if llm is None:
-        return dense.round(4).tolist()
-    if dense is None:
+    if ctx.matching == "dense":
+        return cosine_matrix([query], list(texts))[0].astype(float).round(4).tolist()
+    llm = np.array(llm_of(ctx).yes_probability([prompts.relevance_prompt(t, query) for t in texts]))
+    if ctx.matching == "llm":
         return llm.round(4).tolist()
+    dense = cosine_matrix([query], list(texts))[0].astype(float)
     return ((zscore(llm) + zscore(dense)) / 2).round(4).tolist()
 
 
@@ -194,7 +220,12 @@ def collate(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
     held_ids = {d.id for d in held}
     hits = store_of(ctx).retrieve(search, ctx.retrieve_k + len(held), mode=ctx.retrieval, ids=ctx.ids)
     llm, facts = llm_of(ctx), list(state.get("inferential_evidence") or [])
-    fits = lambda docs: fit(llm, docs, lambda ds: prompts.cot_prompt(question, ds, facts), reply_tokens=ctx.reasoning_tokens + FACT_ROOM)  # noqa: E731
+
+    def fits(docs: list[Document]) -> list[Document]:
+        return fit(
+            llm, docs, lambda ds: prompts.cot_prompt(question, ds, facts), reply_tokens=ctx.reasoning_tokens + FACT_ROOM
+        )
+
     new = [trimmed for d in hits if d.id not in held_ids for trimmed in fits([d])][: ctx.retrieve_k]  # each fits alone
     pool = held + new
     if ctx.collation:
@@ -263,9 +294,18 @@ def discover(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
     return _discovered(state, runtime, ctx, judged, previous, completion)
 
 
-def _discovered(state: RetroState, runtime: Runtime, ctx: RetroContext, judged: list[dict], previous: list[str], completion: str) -> dict:
+def _discovered(
+    state: RetroState,
+    runtime: Runtime[Any],
+    ctx: RetroContext,
+    judged: list[dict[str, Any]],
+    previous: list[str],
+    completion: str,
+) -> dict[str, Any]:
     """Keep the inferences that pass both gates, merge with E_i^(L-1), score against q with S_e, keep the top K."""
-    passed = [j["fact"] for j in judged if j["qr"]["score"] > ctx.gate_threshold and j["ra"]["score"] > ctx.gate_threshold]
+    passed = [
+        j["fact"] for j in judged if j["qr"]["score"] > ctx.gate_threshold and j["ra"]["score"] > ctx.gate_threshold
+    ]
     pool = previous + passed
     if ctx.collation:
         scores = match_scores(ctx, question_of(state), pool)
@@ -276,13 +316,22 @@ def _discovered(state: RetroState, runtime: Runtime, ctx: RetroContext, judged: 
     uninformative = sum(bool(j[g].get("uninformative")) for j in judged for g in ("qr", "ra"))
     return {
         "inferential_evidence": kept,
-        "trace": [{"iteration": state.get("iteration", 1), "generated": len(judged), "passed": len(passed), "kept": kept,
-                   "gates": judged, "match_scores": scores, "gates_uninformative_llm": uninformative,
-                   "parse_fallbacks": int(not judged and bool(completion.strip()))}],
+        "trace": [
+            {
+                "iteration": state.get("iteration", 1),
+                "generated": len(judged),
+                "passed": len(passed),
+                "kept": kept,
+                "gates": judged,
+                "match_scores": scores,
+                "gates_uninformative_llm": uninformative,
+                "parse_fallbacks": int(not judged and bool(completion.strip())),
+            }
+        ],
     }
 
 
-def scored_gates(llm, facts: Sequence[str], sources: Sequence[Document], matching: str) -> list[dict]:
+def scored_gates(llm: LLM, facts: Sequence[str], sources: Sequence[Document], matching: str) -> list[dict]:
     """s_ra and s_qr of every inference as likelihood gains over a content-free input, in one ``choose`` call.
 
     s_ra: the inference read after its best source passage vs after "N/A"; s_qr: the matching query
@@ -319,7 +368,14 @@ def answer_from_evidence(state: RetroState, runtime: Runtime[RetroContext]) -> d
         completion = llm.generate([cot], max_new_tokens=ctx.reasoning_tokens, temperature=ctx.answer_temperature,
                                   stop=prompts.ANSWER_STOP, seed=ctx.seed)[0][0]
     else:
-        completion = stream_text(runtime, llm, cot, stage="answer_from_evidence", max_new_tokens=ctx.reasoning_tokens, stop=prompts.ANSWER_STOP)
+        completion = stream_text(
+            runtime,
+            llm,
+            cot,
+            stage="answer_from_evidence",
+            max_new_tokens=ctx.reasoning_tokens,
+            stop=prompts.ANSWER_STOP,
+        )
     reasoning, final = prompts.split_cot(completion)
     fallback = final is None
     if fallback:
@@ -330,13 +386,23 @@ def answer_from_evidence(state: RetroState, runtime: Runtime[RetroContext]) -> d
     sampled = llm.generate([prompts.direct_prompt(question, sources, facts)], max_new_tokens=ctx.max_new_tokens,
                            temperature=ctx.sc_temperature, stop=prompts.LINE_STOP, seed=seed)[0][0]
     sc_answer = clean_answer(sampled)
-    emit(runtime, "answer", "answer_from_evidence", iteration=iteration, answer=final, reasoning=reasoning, sc_answer=sc_answer)
+    emit(
+        runtime,
+        "answer",
+        "answer_from_evidence",
+        iteration=iteration,
+        answer=final,
+        reasoning=reasoning,
+        sc_answer=sc_answer,
+    )
     return {"answer": final, "reasoning": reasoning, "sc_answer": sc_answer,
             "trace": [{"iteration": iteration, "answer": final, "reasoning": reasoning, "sc_answer": sc_answer,
                        "cot_fallbacks": int(fallback)}]}
 
 
-def scored_answer(state: RetroState, runtime: Runtime, ctx: RetroContext, sources: list[Document], facts: list[str]) -> dict:
+def scored_answer(
+    state: RetroState, runtime: Runtime[Any], ctx: RetroContext, sources: list[Document], facts: list[str]
+) -> dict:
     """a: the scored choice under M_D among the answers the sources give read alone (each passage is
     read once per run and remembered in ``read``) and M_D's own greedy answer over E_s and E_i (a
     bridge answer no single source gives); s_sc: the choice's mass on a; a_sc: one seeded
@@ -345,7 +411,9 @@ def scored_answer(state: RetroState, runtime: Runtime, ctx: RetroContext, source
     held, read = read_cached(llm, question, sources, state.get("read") or {})
     direct = prompts.direct_prompt(question, sources, facts)
     options = question_options(question) or with_candidate(
-        [g.answer for g in group_readings(held, [d.id for d in sources])], written_answer(llm, direct, max_new_tokens=ctx.max_new_tokens), question
+        [g.answer for g in group_readings(held, [d.id or "" for d in sources])],
+        written_answer(llm, direct, max_new_tokens=ctx.max_new_tokens),
+        question,
     )
     iteration = state.get("iteration", 1)
     if not options:  # nothing to choose among (no reading, no written answer)
@@ -358,15 +426,40 @@ def scored_answer(state: RetroState, runtime: Runtime, ctx: RetroContext, source
     rng = np.random.default_rng(None if ctx.seed is None else ctx.seed + iteration)
     weights = softmax([s / max(ctx.sc_temperature, 1e-3) for s in choice.scores])  # a non-finite score weighs nothing
     sc_answer = choice.options[int(rng.choice(len(weights), p=weights))]
-    emit(runtime, "answer", "answer_from_evidence", iteration=iteration, answer=final, reasoning=reasoning, sc_answer=sc_answer, choice=choice.as_dict())
-    return {"answer": final, "reasoning": reasoning, "sc_answer": sc_answer, "sc_choice": choice.as_dict(), "read": read,
-            "trace": [{"iteration": iteration, "answer": final, "reasoning": reasoning, "sc_answer": sc_answer,
-                       "choice": choice.as_dict(), "no_candidate_fallbacks": 0}]}
+    emit(
+        runtime,
+        "answer",
+        "answer_from_evidence",
+        iteration=iteration,
+        answer=final,
+        reasoning=reasoning,
+        sc_answer=sc_answer,
+        choice=choice.as_dict(),
+    )
+    return {
+        "answer": final,
+        "reasoning": reasoning,
+        "sc_answer": sc_answer,
+        "sc_choice": choice.as_dict(),
+        "read": read,
+        "trace": [
+            {
+                "iteration": iteration,
+                "answer": final,
+                "reasoning": reasoning,
+                "sc_answer": sc_answer,
+                "choice": choice.as_dict(),
+                "no_candidate_fallbacks": 0,
+            }
+        ],
+    }
 
 
-def consistency_mass(final: str, choice: dict) -> float:
+def consistency_mass(final: str, choice: Mapping[str, Any]) -> float:
     """s_sc (scored): the choice's probability on answers that agree with a."""
-    return float(sum(p for o, p in zip(choice.get("options", []), choice.get("probs", [])) if same_answer(o, final)))
+    return float(
+        sum(p for o, p in zip(choice.get("options", []), choice.get("probs", []), strict=True) if same_answer(o, final))
+    )
 
 
 @traced
@@ -381,8 +474,9 @@ def check(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
     iteration = state.get("iteration", 1)
     if judge_of(ctx) == "score":
         mass = consistency_mass(final, state.get("sc_choice") or {}) if normalize_answer(final) else 0.0
-        verdict = {"raw": None, "calibrated": None, "agreement": round(answer_agreement(final, sc_answer), 4),
-                   "score": round(mass, 4), "uninformative": False, "scored": True}
+        agreement = round(answer_agreement(final, sc_answer), 4)
+        verdict: Consistency = {"raw": None, "calibrated": None, "agreement": agreement,
+                                "score": round(mass, 4), "uninformative": False, "scored": True}
     elif normalize_answer(final) and normalize_answer(sc_answer):
         raw, neutral = llm_of(ctx).yes_probability([
             prompts.consistency_prompt(question, final, sc_answer),
@@ -397,21 +491,33 @@ def check(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
     output = last_answer(final, score, sc_answer, state.get("rounds") or []) if reason else final
     if reason:
         emit(runtime, "answer", "final", answer=output, iteration=iteration, reason=reason)
-    record = {
+    record: Round = {
         "iteration": iteration,
         "query": state.get("search_query", question),
-        "evidence": [d.metadata.get("title", d.id) for d in state.get("source_evidence") or []],
+        "evidence": [d.metadata.get("title", d.id or "") for d in state.get("source_evidence") or []],
         "inferential_evidence": list(state.get("inferential_evidence") or []),
         "answer": final, "reasoning": state.get("reasoning", ""), "sc_answer": sc_answer,
         "sc": verdict, "stop": reason,
     }
-    return {"answer": output, "sc_score": score, "stop_reason": reason, "rounds": [record],
-            "trace": [{"iteration": iteration, "sc": verdict, "stop": reason,
-                       "empty_answer": int(not normalize_answer(final) if verdict.get("scored") else verdict["raw"] is None), "empty_final_fallback": int(output != final and not normalize_answer(final)),
-                       "more_consistent_earlier": int(output != final and bool(normalize_answer(final)))}]}
+    return {
+        "answer": output,
+        "sc_score": score,
+        "stop_reason": reason,
+        "rounds": [record],
+        "trace": [
+            {
+                "iteration": iteration,
+                "sc": verdict,
+                "stop": reason,
+                "empty_answer": int(not normalize_answer(final) if verdict.get("scored") else verdict["raw"] is None),
+                "empty_final_fallback": int(output != final and not normalize_answer(final)),
+                "more_consistent_earlier": int(output != final and bool(normalize_answer(final))),
+            }
+        ],
+    }
 
 
-def last_answer(final: str, score: float, sc_answer: str, rounds: list[dict]) -> str:
+def last_answer(final: str, score: float, sc_answer: str, rounds: Sequence[Round]) -> str:
     """The run's output when the loop stops: a consistent a as it is; when the budget ran out, the a of the
     most self-consistent iteration (the latest on ties). The paper leaves this open; later iterations
     read re-queried, less direct evidence, and its Figure 4 shows over-reasoning as they grow, so the

@@ -34,6 +34,7 @@ answer a question keeps when nothing conflicts), then :func:`assess` looks at th
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, TypeVar
 
 from langgraph.runtime import Runtime
 
@@ -42,20 +43,30 @@ from causalrag.nodes.evidence import Group, group_readings, passage_text, read_c
 from causalrag.prompts.common import ANSWER_STOP, answer_prompt
 from causalrag.state.base import Assessment, Route, RoutedContext, TriageState
 from causalrag.text import clean_answer, mentions, normalize_answer, same_answer
+from causalrag.tools.backends.base import LLM
+
+R = TypeVar("R", bound=RoutedContext)
+"""The context of a routed method (each has its own subclass)."""
 
 
-def closed_book_answer(llm, question: str, max_new_tokens: int) -> str:
+def closed_book_answer(llm: LLM, question: str, max_new_tokens: int) -> str:
     """What the model answers with no passage (``no_rag``'s reading)."""
     out = llm.generate([answer_prompt(question, [])], max_new_tokens=max_new_tokens, stop=ANSWER_STOP)[0]
     return clean_answer(out[0] if out else "")
 
 
-def confidence(llm, question: str, answer: str) -> float:
+def confidence(llm: LLM, question: str, answer: str) -> float:
     """How sure the model is of its own closed-book answer: the answer's mean per-token log-probability."""
-    return llm.choose([answer_prompt(question, [])], [[answer]])[0].scores[0] if normalize_answer(answer) else float("-inf")
+    return (
+        llm.choose([answer_prompt(question, [])], [[answer]])[0].scores[0]
+        if normalize_answer(answer)
+        else float("-inf")
+    )
 
 
-def shape_of(groups: Sequence[Group], standard: str, closed: str, sure: float, ctx: RoutedContext) -> tuple[str, Route, str | None]:
+def shape_of(
+    groups: Sequence[Group], standard: str, closed: str, sure: float, ctx: RoutedContext
+) -> tuple[str, Route, str | None]:
     """(shape, route, the answer the model's knowledge holds against the passages) from the assessment.
 
     Shapes: ``conflict`` — the sources disagree and one answer has a plurality of at least two of them,
@@ -85,7 +96,7 @@ def shape_of(groups: Sequence[Group], standard: str, closed: str, sure: float, c
 
 
 @traced
-def assess(state: TriageState, runtime: Runtime[RoutedContext]) -> dict:
+def assess(state: TriageState, runtime: Runtime[R]) -> dict[str, Any]:
     """Read each passage alone, ask the model's own answer and how sure it is, and name the shape of the evidence."""
     ctx = context(runtime)
     if ctx.mechanism == "paper":
@@ -113,7 +124,7 @@ def route_by_shape(state: TriageState) -> Route:
 
 
 @traced
-def trust_knowledge(state: TriageState, runtime: Runtime[RoutedContext]) -> dict:
+def trust_knowledge(state: TriageState, runtime: Runtime[R]) -> dict[str, Any]:
     """The model's own knowledge decides: the answer it holds against the passages. A method that wrote
     passages from memory (Astute's internal passages) reads them to choose between that answer and what
     the retrieved passages say; the passages that state the answer are its evidence."""
@@ -127,7 +138,11 @@ def trust_knowledge(state: TriageState, runtime: Runtime[RoutedContext]) -> dict
         believed = llm_of(ctx).choose([answer_prompt(question_of(state), internal)], [options])[0].answer or believed
     stating = [d for d in state.get("documents") or [] if mentions(believed, passage_text(d))]
     emit(runtime, "answer", "knowledge", answer=believed)
-    return {"answer": believed, "documents": stating or internal, "trace": [{"knowledge_answer": believed, "read_internal": bool(internal)}]}
+    return {
+        "answer": believed,
+        "documents": stating or internal,
+        "trace": [{"knowledge_answer": believed, "read_internal": bool(internal)}],
+    }
 
 
 def distinct(answers: Sequence[str]) -> list[str]:

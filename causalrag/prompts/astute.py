@@ -21,12 +21,13 @@ neither open a prompt line of its own nor forge a source label (``[ext 1]``) or 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from langchain_core.documents import Document
 
 from causalrag.prompts.common import inert
+from causalrag.state.astute import Candidate, Group
 from causalrag.text import between, clean_answer, one_line, parse_float
 
 EXTERNAL, INTERNAL = "ext", "int"
@@ -56,7 +57,7 @@ def format_pool(pool: Sequence[Document]) -> str:
     return "\n".join(lines)
 
 
-def format_groups(groups: Sequence[dict], *, answers: bool = False) -> str:
+def format_groups(groups: Sequence[Group], *, answers: bool = False) -> str:
     """``Group i [labels]: claim`` lines (with ``| answer: a | confidence: c`` when ``answers``)."""
     lines = []
     for i, g in enumerate(groups, 1):
@@ -67,16 +68,15 @@ def format_groups(groups: Sequence[dict], *, answers: bool = False) -> str:
     return "\n".join(lines)
 
 
-def confidence_out_of_10(group: dict) -> int:
+def confidence_out_of_10(group: Group) -> int:
     return round(10 * float(group.get("confidence") or 0.0))
 
 
 # --------------------------------------------------------------------------- §3.3 internal knowledge
 _INTERNAL_EXAMPLE = (  # the abstention first, so a base model does not simply copy the last example
-    "Question: What is the population of the village of Brackwell Minor?\n"
-    f"{ABSTAIN}.\n\n"
-    "Question: Who painted the Mona Lisa?\n"
-    "Passage: The Mona Lisa is a portrait painted by the Italian artist Leonardo da Vinci in the early 1500s.\n\n"
+    "Question: What is the population of the village of Brackwell "
+    f"Minor?\n{ABSTAIN}.\n\nQuestion: Who painted the Mona Lisa?\nPassage: The Mona Lisa is a "
+    "portrait painted by the Italian artist Leonardo da Vinci in the early 1500s.\n\n"
 )
 
 
@@ -86,8 +86,7 @@ def internal_prompt(question: str, max_passages: int) -> str:
     return (
         f"From your own memory, write {most} with accurate facts that answer the question, "
         f'each line starting with "Passage:". Write fewer when unsure; if you do not know, write "{ABSTAIN}" '
-        "instead of guessing.\n\n"
-        f"{_INTERNAL_EXAMPLE}Question: {one_line(question)}\n"
+        f"instead of guessing.\n\n{_INTERNAL_EXAMPLE}Question: {one_line(question)}\n"
     )
 
 
@@ -113,7 +112,8 @@ _POOL_EXAMPLE = (
     "[ext 1] Norway: Norway's capital, Oslo, lies at the head of the Oslofjord.\n"
     "[int 1] memory: The capital of Norway is Oslo."
 )
-_GROUPS_EXAMPLE = (  # agreeing sources in one group, the conflicting one apart, the irrelevant one (ext 4) left out
+# agreeing sources in one group, the conflicting one apart, the irrelevant one (ext 4) left out
+_GROUPS_EXAMPLE: tuple[Candidate, ...] = (
     {"sources": ["ext 1", "ext 2", "int 1"], "claim": "Oslo is the capital", "answer": "Oslo", "confidence": 0.9},
     {"sources": ["ext 3"], "claim": "a cruise site says Bergen", "answer": "Bergen", "confidence": 0.3},
 )
@@ -121,7 +121,7 @@ _EXAMPLE_QUESTION = "What is the capital of Norway?"
 
 
 
-def echoes_example(group: dict, passages: str) -> bool:
+def echoes_example(group: Mapping[str, object], passages: str) -> bool:
     """True when a group (or its answer) repeats the worked example instead of the real passages.
 
     Small base models copy few-shot examples verbatim; a claim equal to an example claim, or an
@@ -131,7 +131,8 @@ def echoes_example(group: dict, passages: str) -> bool:
     """
     claims = {words(g["claim"]) for g in _GROUPS_EXAMPLE}
     answers = {words(g["answer"]) for g in _GROUPS_EXAMPLE}
-    claim, answer, source = (f" {words(t)} " for t in (group.get("claim") or "", group.get("answer") or "", passages))
+    texts = (str(group.get("claim") or ""), str(group.get("answer") or ""), passages)
+    claim, answer, source = (f" {words(t)} " for t in texts)
     foreign = {a for a in answers if f" {a} " not in source}  # example answers these passages never mention
     return claim.strip() in claims or answer.strip() in foreign or any(f" {a} " in claim for a in foreign)
 
@@ -148,9 +149,11 @@ _CONSOLIDATE_TASK = (
 )
 
 
-def consolidate_prompt(question: str, pool: Sequence[Document], last: Sequence[dict] = ()) -> str:
+def consolidate_prompt(question: str, pool: Sequence[Document], last: Sequence[Group] = ()) -> str:
     """``p_con``: regroup the initial passages D₀ (and the last groups Dⱼ, from the second round on)."""
-    example = f"Passages:\n{_POOL_EXAMPLE}\nQuestion: {_EXAMPLE_QUESTION}\nGroups:\n{format_groups(_GROUPS_EXAMPLE)}\n\n"
+    example = (
+        f"Passages:\n{_POOL_EXAMPLE}\nQuestion: {_EXAMPLE_QUESTION}\nGroups:\n{format_groups(_GROUPS_EXAMPLE)}\n\n"
+    )
     earlier = f"Earlier groups:\n{format_groups(last)}\n" if last else ""
     return (
         f"{_CONSOLIDATE_TASK}\n\n{example}"
@@ -164,7 +167,7 @@ _LABEL = re.compile(rf"\b({EXTERNAL}|{INTERNAL})\w*\s*#?\s*(\d+)", re.IGNORECASE
 
 @dataclass
 class GroupParse:
-    groups: list[dict]
+    groups: list[Group]
     unknown_labels: int
     """Labels the model wrote that name no passage of the pool (dropped)."""
 
@@ -175,7 +178,7 @@ def parse_groups(text: str, known: Sequence[str]) -> GroupParse:
     Tolerates extra text between lines, missing ``Group i`` prefixes, ``ext1``/``Ext #1`` spellings
     and a trailing ``| answer: … | confidence: …`` (the combined prompt's fields).
     """
-    groups: list[dict] = []
+    groups: list[Group] = []
     unknown = 0
     for line in text.splitlines():
         m = _GROUP_LINE.match(line)
@@ -191,7 +194,7 @@ def parse_groups(text: str, known: Sequence[str]) -> GroupParse:
         if not labels:
             continue
         claim, *fields = (part.strip() for part in m.group(2).split("|"))
-        group = {"sources": labels, "claim": claim}
+        group: Group = {"sources": labels, "claim": claim}
         for field in fields:
             name, _, value = field.partition(":")
             if name.strip().lower() == "answer" and clean_answer(value):
@@ -218,16 +221,17 @@ _PROPOSE_TASK = (
 )
 
 
-def propose_prompt(question: str, group: dict, members: Sequence[Document]) -> str:
+def propose_prompt(question: str, group: Group, members: Sequence[Document]) -> str:
     """One group's answer and confidence (§3.5: an answer per group of passages, with a confidence)."""
     g = _GROUPS_EXAMPLE[0]
-    example_members = "\n".join(l for l in _POOL_EXAMPLE.splitlines() if l.split("]")[0][1:] in g["sources"])
+    example_members = "\n".join(line for line in _POOL_EXAMPLE.splitlines() if line.split("]")[0][1:] in g["sources"])
     example = (
         f"Passages:\n{example_members}\nSummary: {g['claim']}\nQuestion: {_EXAMPLE_QUESTION}\n"
         f"Answer: {g['answer']}\nConfidence: {confidence_out_of_10(g)}\n\n"
     )
     return (
-        f"{_PROPOSE_TASK}\n\n{example}Passages:\n{format_pool(members)}\nSummary: {passage_text(group.get('claim', ''))}\n"
+        f"{_PROPOSE_TASK}\n\n{example}Passages:\n{format_pool(members)}\nSummary: "
+        f"{passage_text(group.get('claim', ''))}\n"
         f"Question: {one_line(question)}\nAnswer:"
     )
 
@@ -241,13 +245,12 @@ def parse_proposal(text: str) -> tuple[str, float | None]:
 
 
 _SELECT_TASK = (
-    "Each group of sources proposes an answer. Choose the most reliable one: prefer answers that several "
-    "sources confirm, retrieved and from memory alike, and a higher confidence. Write it between "
-    f"{OPEN} and {CLOSE}."
+    "Each group of sources proposes an answer. Choose the most reliable one: prefer answers that several sources "
+    f"confirm, retrieved and from memory alike, and a higher confidence. Write it between {OPEN} and {CLOSE}."
 )
 
 
-def select_prompt(question: str, candidates: Sequence[dict]) -> str:
+def select_prompt(question: str, candidates: Sequence[Candidate]) -> str:
     """Compare the groups' answers and pick one (§3.5), answer between markers."""
     example = (
         f"Question: {_EXAMPLE_QUESTION}\n{format_groups(_GROUPS_EXAMPLE, answers=True)}\n"
@@ -265,14 +268,17 @@ _COMBINED_TASK = (
 )
 
 
-def combined_prompt(question: str, pool: Sequence[Document], last: Sequence[dict] = ()) -> str:
+def combined_prompt(question: str, pool: Sequence[Document], last: Sequence[Group] = ()) -> str:
     """The merged last step ``a = M(p_ans, q, ⟨D₀,S₀⟩, ⟨Dₜ,Sₜ⟩)``; with no ``last`` groups it is the t = 1 shortcut."""
     example = (
         f"Passages:\n{_POOL_EXAMPLE}\nQuestion: {_EXAMPLE_QUESTION}\nGroups:\n"
         f"{format_groups(_GROUPS_EXAMPLE, answers=True)}\nFinal: {OPEN}{_GROUPS_EXAMPLE[0]['answer']}{CLOSE}\n\n"
     )
     earlier = f"Earlier groups:\n{format_groups(last)}\n" if last else ""
-    return f"{_COMBINED_TASK}\n\n{example}Passages:\n{format_pool(pool)}\n{earlier}Question: {one_line(question)}\nGroups:\n"
+    return (
+        f"{_COMBINED_TASK}\n\n{example}Passages:\n{format_pool(pool)}\n{earlier}"
+        f"Question: {one_line(question)}\nGroups:\n"
+    )
 
 
 def parse_final(text: str) -> str | None:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from langchain_core.documents import Document
 
 from causalrag.prompts.common import format_passages
+from causalrag.state.cf_rag import ScoredHypothesis
 from causalrag.text import between, clean_answer, one_line
 
 # --------------------------------------------------------------------------- §4.1.1 / App. F
@@ -37,10 +38,8 @@ def counterfactual_prompt(question: str, kind: str) -> str:
     """One rewrite of ``question`` along transformation ``kind`` (App. F template, paraphrased)."""
     _, change, example_q, example_cf = next(t for t in TRANSFORMATIONS if t[0] == kind)
     return (
-        "Rewrite the question so it stays on the same topic but asks for a different answer. "
-        f"Change {change}.\n\n"
-        f"Question: {example_q}\nRewrite: {example_cf}\n\n"
-        f"Question: {one_line(question)}\nRewrite:"
+        "Rewrite the question so it stays on the same topic but asks for a different answer. Change "
+        f"{change}.\n\nQuestion: {example_q}\nRewrite: {example_cf}\n\nQuestion: {one_line(question)}\nRewrite:"
     )
 
 
@@ -85,10 +84,11 @@ def parse_hypothesis(text: str) -> tuple[str, str]:
 SYNTHESIS_STOP = ("\n",)
 
 
-def synthesis_prompt(question: str, candidates: Sequence[dict], documents: Sequence[Document]) -> str:
+def synthesis_prompt(question: str, candidates: Sequence[ScoredHypothesis], documents: Sequence[Document]) -> str:
     """Combine the top-3 candidates (answer, Ψ, rationale) with the evidence into one answer (Eq. 12)."""
     lines = "\n".join(
-        f"Candidate {i} (score {c['psi']:.2f}): {one_line(c['answer']) or '(none)'} because {one_line(c['rationale']) or '(no reason)'}"
+        f"Candidate {i} (score {c['psi']:.2f}): {one_line(c['answer']) or '(none)'} because "
+        f"{one_line(c['rationale']) or '(no reason)'}"
         for i, c in enumerate(candidates, 1)
     )
     return (

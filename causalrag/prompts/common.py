@@ -43,12 +43,40 @@ EXAMPLES = (
 
 
 PROMPT_LABELS = (
-    "question", "answer", "answers", "passages", "passage", "reason", "reasoning", "rewrite", "groups", "group",
-    "summary", "confidence", "final", "final answer", "facts", "known facts", "known", "new fact", "claim", "text",
-    "search query", "candidate", "most reliable answer", "evidence", "context", "document", "memory", "source", "sources",
+    "question",
+    "answer",
+    "answers",
+    "passages",
+    "passage",
+    "reason",
+    "reasoning",
+    "rewrite",
+    "groups",
+    "group",
+    "summary",
+    "confidence",
+    "final",
+    "final answer",
+    "facts",
+    "known facts",
+    "known",
+    "new fact",
+    "claim",
+    "text",
+    "search query",
+    "candidate",
+    "most reliable answer",
+    "evidence",
+    "context",
+    "document",
+    "memory",
+    "source",
+    "sources",
 )
 """Field labels the prompts use; inside retrieved text they are defanged by :func:`inert`."""
-_LABEL = re.compile(r"\b(" + "|".join(sorted(map(re.escape, PROMPT_LABELS), key=len, reverse=True)) + r")\s*:", re.IGNORECASE)
+_LABEL = re.compile(
+    r"\b(" + "|".join(sorted(map(re.escape, PROMPT_LABELS), key=len, reverse=True)) + r")\s*:", re.IGNORECASE
+)
 _BRACKETS = str.maketrans({"[": "(", "]": ")", "<": "(", ">": ")"})
 
 

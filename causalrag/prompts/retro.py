@@ -42,7 +42,10 @@ def cot_prompt(question: str, documents: Sequence[Document], inferences: Sequenc
     """M_C (§Answerer): one sentence of reasoning r, then the short answer a."""
     shots = "".join(
         f"Passages:\n{p}\nQuestion: {q}\nReasoning: {r}\nAnswer: {a}\n\n"
-        for p, q, r, a in ((_BRIDGE_PASSAGES, _BRIDGE_Q, _BRIDGE_REASONING, _BRIDGE_A), (_PEAK_PASSAGES, _PEAK_Q, _PEAK_REASONING, _PEAK_A))
+        for p, q, r, a in (
+            (_BRIDGE_PASSAGES, _BRIDGE_Q, _BRIDGE_REASONING, _BRIDGE_A),
+            (_PEAK_PASSAGES, _PEAK_Q, _PEAK_REASONING, _PEAK_A),
+        )
     )
     return (
         "Answer the question from the passages. Reason in one sentence, then answer with a short phrase.\n\n"
@@ -80,7 +83,10 @@ def consistency_prompt(question: str, answer: str, sc_answer: str) -> str:
 
 def relevance_prompt(evidence: str, query: str) -> str:
     """M_e (Eq. 2, 4): does this piece of evidence help answer the (matching) query?"""
-    return f"Text: {one_line(evidence)}\nQuestion: {one_line(query)}\nDoes the text help answer the question? Answer Yes or No.\nAnswer:"
+    return (
+        f"Text: {one_line(evidence)}\nQuestion: {one_line(query)}\n"
+        "Does the text help answer the question? Answer Yes or No.\nAnswer:"
+    )
 
 
 def inference_prompt(question: str, entities: Sequence[str], documents: Sequence[Document]) -> str:

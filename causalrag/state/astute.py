@@ -1,6 +1,6 @@
 """Astute RAG state and tunables (Wang et al., 2024, "Astute RAG", Algorithm 1, §3.3-§3.5, §4.1).
 
-A *group* is one consolidated passage ⟨Dⱼ, Sⱼ⟩: ``{"sources": ["ext 2", "int 1"], "claim": str}``,
+A *group* is one consolidated passage ⟨Dⱼ, Sⱼ⟩ (:class:`Group`): ``{"sources": ["ext 2", "int 1"], "claim": ...}``,
 where ``ext i`` is the i-th retrieved passage and ``int i`` the i-th passage from the model's
 memory; after finalization it also has ``answer`` and ``confidence`` (a share in [0, 1]).
 """
@@ -8,25 +8,52 @@ memory; after finalization it also has ``answer`` and ``confidence`` (a share in
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Required, TypedDict
+
 from langchain_core.documents import Document
 
-from causalrag.state.base import Assessment, OutputState, RoutedContext, TriageState
+from causalrag.state.base import Assessment, OutputState, ReadingRecord, RoutedContext, TriageState
+
+
+class Group(TypedDict, total=False):
+    """⟨Dⱼ, Sⱼ⟩: one consolidated passage (§3.4). A round that answers as it groups (the combined step, a scored
+    round) also names the group's ``answer``; a final group (a *candidate*, §3.5) has its ``confidence`` too."""
+
+    sources: Required[list[str]]
+    """Source labels: ``ext i`` (the i-th retrieved passage) or ``int i`` (the i-th passage from memory)."""
+    claim: Required[str]
+    """What the group's sources state, in a few words."""
+    answer: str
+    confidence: float | None
+    """A share in [0, 1] (None: the model gave none)."""
+
+
+Candidate = Group
+"""A final group (§3.5): a :class:`Group` with its ``answer`` and ``confidence``. One type for both, because a
+round's groups become the candidates as they are (the scored rounds and the combined step answer as they group)."""
+
+
+class SourceReading(ReadingRecord):
+    """Scored judgment: one source read alone, by its label."""
+
+    source: str
 
 
 class AstuteState(TriageState):
-    internal: list[Document]
-    """I: passages the model wrote from its own memory (§3.3); empty when it abstained."""
+    """``internal`` (from :class:`~causalrag.state.base.TriageState`) is I: the passages the model wrote from its
+    own memory (§3.3), empty when it abstained."""
+
     pool: list[Document]
     """D₀ = E ⊕ I with their source labels (``metadata["label"]``), in prompt order (§3.4)."""
-    groups: list[dict]
+    groups: list[Group]
     """⟨Dⱼ, Sⱼ⟩: the latest consolidated groups (§3.4)."""
-    readings: list[dict]
-    """Scored judgment only: every source read alone, ``{"source", "answer", "probability"}`` (the isolate step)."""
+    readings: list[SourceReading]
+    """Scored judgment only: every source read alone (the isolate step)."""
     iteration: int
     """j: consolidation rounds run so far."""
     converged: bool
     """Scored judgment only: the last round moved no source, so the remaining rounds are skipped."""
-    candidates: list[dict]
+    candidates: list[Candidate]
     """The final groups with one answer and a confidence each (§3.5)."""
     chosen: int
     """Index into ``candidates`` of the answer selected as most reliable (-1: none)."""
@@ -36,9 +63,9 @@ class AstuteOutput(OutputState, total=False):
     """What a run returns: the answer and its evidence, plus the method's intermediate evidence."""
 
     internal: list[Document]
-    readings: list[dict]
-    groups: list[dict]
-    candidates: list[dict]
+    readings: list[SourceReading]
+    groups: list[Group]
+    candidates: list[Candidate]
     chosen: int
     assessment: Assessment
 

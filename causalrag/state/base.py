@@ -11,12 +11,20 @@ from __future__ import annotations
 import dataclasses
 import operator
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Self, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired, Self, TypedDict
 
 from langchain_core.documents import Document
 
 from causalrag.config import DEMO_COLLECTION
 from causalrag.errors import UnknownParameterError
+
+if TYPE_CHECKING:
+    from causalrag.tools.backends.base import LLM
+    from causalrag.tools.store import Store
+else:
+    # state is plain data and never imports the tools; at run time the two names resolve to Any, so that
+    # typing.get_type_hints (the parameter checks, LangGraph's schemas) reads the context's fields all the same
+    LLM = Store = Any
 
 
 class InputState(TypedDict):
@@ -38,8 +46,9 @@ class RAGContext:
     """What every graph reads from ``runtime.context``: plain data, no loading.
 
     ``llm`` and ``store`` default to the process-wide model (``CAUSALRAG_MODEL`` or the bundled
-    Gemma 3 270M) and the ``collection`` store, which nodes resolve on first use
-    (``causalrag.nodes.common.llm_of`` / ``store_of``); pass your own objects to swap them.
+    Gemma 3 270M) and the process-wide ``collection`` store, which nodes look up when they first need
+    them (``causalrag.nodes.common.llm_of`` / ``store_of``) without writing them into the context;
+    pass your own objects to swap them.
 
     A context given to ``invoke``/``stream`` merges over the one ``build_graph`` bound, field by field
     (:meth:`over`): the fields its caller *named* win (the keyword arguments of its constructor, which
@@ -47,10 +56,10 @@ class RAGContext:
     the bound value. Naming a field counts even when the value equals the class default.
     """
 
-    llm: Any = None
-    """An LLM tool (``causalrag.tools.llm.LLM``); None → the process-wide default model."""
-    store: Any = None
-    """A ``causalrag.tools.store.Store``; None → ``collection`` (the demo collection is seeded on first use)."""
+    llm: LLM | None = None
+    """An LLM tool (:class:`causalrag.tools.backends.base.LLM`); None → the process-wide default model."""
+    store: Store | None = None
+    """A :class:`causalrag.tools.store.Store`; None → ``collection`` (the demo collection is seeded on first use)."""
     collection: str = DEMO_COLLECTION
     k: int = 5
     """Passages given to the final answer step (top-k)."""
@@ -80,7 +89,7 @@ class RAGContext:
 
     def over(self, base: RAGContext) -> RAGContext:
         """A context of ``base``'s class: this one's named fields over ``base``'s values (remembered per
-        ``base``, so every node of a run sees the same object and resolves the default model once)."""
+        ``base``, so every node of a run sees the same object)."""
         kept = self.__dict__.get("_over")
         if kept is not None and kept[0] is base:
             return kept[1]
@@ -121,6 +130,16 @@ class ReadingRecord(TypedDict):
     how: str
 
 
+class ChoiceRecord(TypedDict):
+    """A scored choice among options as plain data (:meth:`causalrag.tools.backends.base.Choice.as_dict`)."""
+
+    options: list[str]
+    scores: list[float]
+    """Each option's log-probability (minus the content-free prompt's, when one was given)."""
+    probs: list[float]
+    """The scores normalized over the options."""
+
+
 class GroupRecord(TypedDict):
     """Sources (passage ids or labels) whose answers agree."""
 
@@ -151,6 +170,8 @@ class TriageState(RAGState):
     assessment: Assessment
     read: dict[str, ReadingRecord]
     """Each passage's reading alone, by id: read once per run, reused by every later step."""
+    internal: NotRequired[list[Document]]
+    """Passages the model wrote from its own memory, for a method that writes them (Astute RAG's I)."""
 
 
 @dataclass(kw_only=True)

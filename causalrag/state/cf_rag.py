@@ -8,20 +8,75 @@ reasoning path, the hypotheses drawn from them and their arbitration scores.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Literal, TypedDict
+from typing import Annotated, Literal, NotRequired, Required, TypedDict
 
 from langchain_core.documents import Document
 
 from causalrag.state.base import Assessment, OutputState, ReadingRecord, RoutedContext, TriageState
 
 
-def add_or_reset(left: list[dict] | None, right: list[dict] | None) -> list[dict]:
+class Counterfactual(TypedDict, total=False):
+    """One candidate q' and how its validation went (§4.1.1); the later keys are set as it passes each check."""
+
+    type: Required[str]
+    """The transformation that made it (``TRANSFORMATIONS`` of ``causalrag.prompts.cf_rag``)."""
+    query: Required[str]
+    attempt: Required[int]
+    """1, or 2 when it was regenerated after the first attempt of its type failed."""
+    similarity: float
+    """cos(q, q') (Eq. 2)."""
+    verdict: str | None
+    """Why it was rejected (``"off topic"``, ``"same answer"``, ...), or None when it passed."""
+    quick_answer: str
+    """L(q'): the quick baseline RAG answer to it."""
+    info: float
+    """Info(q, q') (Eq. 3)."""
+    selected: bool
+    """Among the top N valid ones by Info, so one of ``cf_queries``."""
+
+
+class Hypothesis(TypedDict):
+    """(a_j, r_j): one reasoning path's answer and rationale (Eq. 8)."""
+
+    index: int
+    """j: the path, so its evidence sample is ``samples[index]``."""
+    answer: str
+    rationale: str
+    raw: str
+    """The generated text it was parsed from (empty for a scored choice)."""
+    evidence: list[str]
+    """Titles of the path's sample."""
+    probability: NotRequired[float]
+    """Scored judgment: the choice's probability of the answer."""
+
+
+class ScoredHypothesis(TypedDict):
+    """A hypothesis (without its raw text) with its arbitration scores (§4.2.2)."""
+
+    index: int
+    answer: str
+    rationale: str
+    evidence: list[str]
+    probability: NotRequired[float]
+    phi_coh: float
+    phi_causal: float
+    psi: float
+    """Ψ = (1 − λ)·φ_coh + λ·φ_causal (plus the extended criteria)."""
+    confidence: NotRequired[float]
+    """φ₃, with ``extended``."""
+    specificity: NotRequired[float]
+    """φ₄, with ``extended``."""
+    agreement: float
+    """Share of the hypotheses whose answers agree with this one (§4.2.3)."""
+
+
+def add_or_reset(left: list[Hypothesis] | None, right: list[Hypothesis] | None) -> list[Hypothesis]:
     """Reducer for parallel hypotheses: branches append; ``None`` clears (a new question on the same thread)."""
     return [] if right is None else [*(left or []), *right]
 
 
 class CFRAGState(TriageState):
-    counterfactuals: list[dict]
+    counterfactuals: list[Counterfactual]
     """Every candidate q' with its type, similarity, quick-RAG answer, Info score and verdict (§4.1.1)."""
     cf_queries: list[str]
     """The selected valid counterfactual queries Q_cf."""
@@ -33,17 +88,17 @@ class CFRAGState(TriageState):
     """E_j: one stratified sample per reasoning path (Eq. 6-7)."""
     candidates: list[str]
     """Scored judgment only: the answers the hypotheses choose among (the pool's passages read alone)."""
-    hypotheses: Annotated[list[dict], add_or_reset]
+    hypotheses: Annotated[list[Hypothesis], add_or_reset]
     """(a_j, r_j) from the parallel branches (Eq. 8)."""
-    arbitration: list[dict]
+    arbitration: list[ScoredHypothesis]
     """Hypotheses with φ_coh, φ_causal (and φ_conf, φ_spec), Ψ and agreement, best first (§4.2.2)."""
     consensus: bool
     """HighConsensus({a_j}) (Algorithm 1, line 15): the routing decision."""
 
 
 class CFRAGOutput(OutputState):
-    counterfactuals: list[dict]
-    arbitration: list[dict]
+    counterfactuals: list[Counterfactual]
+    arbitration: list[ScoredHypothesis]
     consensus: bool
     assessment: Assessment
 

@@ -9,18 +9,52 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated, Literal, NotRequired, TypedDict
 
 from langchain_core.documents import Document
 
-from causalrag.state.base import Assessment, OutputState, RoutedContext, TriageState
+from causalrag.state.base import Assessment, ChoiceRecord, OutputState, RoutedContext, TriageState
+
+
+class Consistency(TypedDict):
+    """s_sc and how it was reached (Eq. 1): the evaluator's yes-probability, calibrated and combined with a
+    text agreement score, or (scored judgment) the direct answer's probability mass on a."""
+
+    raw: float | None
+    """P(yes)/(P(yes)+P(no)); None when no evaluator was asked (an empty answer, scored judgment)."""
+    calibrated: float | None
+    agreement: float
+    """Text agreement of a and a_sc."""
+    score: float
+    """s_sc."""
+    uninformative: bool
+    """The calibrated probability stayed near 0.5: the evaluator could not tell."""
+    scored: NotRequired[bool]
+    """Scored judgment: ``score`` is the choice's mass on a."""
+
+
+class Round(TypedDict):
+    """One iteration L of the loop, JSON-ready."""
+
+    iteration: int
+    query: str
+    """q_s^(L-1), the query this iteration collated with."""
+    evidence: list[str]
+    """Titles of E_s^(L)."""
+    inferential_evidence: list[str]
+    answer: str
+    reasoning: str
+    sc_answer: str
+    sc: Consistency
+    stop: str
+    """"consistent", "max_iterations", or "" when the loop went on."""
 
 
 class RetroOutput(OutputState):
     """What a caller sees: the answer, the collated source evidence, and every iteration's record."""
 
     inferential_evidence: list[str]
-    rounds: Annotated[list[dict], operator.add]
+    rounds: Annotated[list[Round], operator.add]
     assessment: Assessment
 
 
@@ -41,13 +75,13 @@ class RetroState(TriageState):
     """r: the chain-of-thought behind the pseudo-answer a (``answer``)."""
     sc_answer: str
     """a_sc: the self-consistency (direct, temperature 1.0) answer."""
-    sc_choice: dict
+    sc_choice: ChoiceRecord
     """Scored judgment only: the direct answer's choice among the candidate answers (s_sc is its mass on a)."""
     sc_score: float
     """s_sc: the evaluator's agreement score of a and a_sc."""
     stop_reason: str
     """"consistent" (s_sc > t), "max_iterations", or "" while the loop goes on."""
-    rounds: Annotated[list[dict], operator.add]
+    rounds: Annotated[list[Round], operator.add]
     """One record per iteration: query, evidence, inferences, answers, scores (JSON-ready)."""
 
 

@@ -32,6 +32,7 @@ from langchain_core.documents import Document
 
 from causalrag.config import settings
 from causalrag.prompts.cis import PRIOR_PREFIX, Form, passage_text, query_prefix
+from causalrag.tools.backends.base import LLM
 
 
 def text_key(text: str) -> str:
@@ -102,7 +103,7 @@ class CISScorer:
     callers can show that a second query recomputes nothing.
     """
 
-    def __init__(self, llm, *, form: Form = "qa", use_prior: bool = True, cache: PriorCache | None = None) -> None:
+    def __init__(self, llm: LLM, *, form: Form = "qa", use_prior: bool = True, cache: PriorCache | None = None) -> None:
         self.llm = llm
         self.form = form
         self.use_prior = use_prior
@@ -119,10 +120,10 @@ class CISScorer:
         keys = [text_key(t) for t in texts]
         known = self.cache.get(self.model_name, list(dict.fromkeys(keys)))
         self.prior_hits += len(set(keys) & set(known))
-        return keys, known, {k: t for k, t in zip(keys, texts) if k not in known}
+        return keys, known, {k: t for k, t in zip(keys, texts, strict=True) if k not in known}
 
     def _store_priors(self, known: dict[str, float], todo: dict[str, str], values: Sequence[float]) -> None:
-        fresh = dict(zip(todo, map(float, values)))
+        fresh = dict(zip(todo, map(float, values), strict=True))
         self.cache.put(self.model_name, fresh)
         known.update(fresh)
         self.prior_computed += len(todo)
@@ -158,4 +159,4 @@ class CISScorer:
         conditional = values[: len(texts)]
         if todo:
             self._store_priors(known, todo, values[len(texts) :])
-        return [CISScore(c - known[k], c, known[k]) for c, k in zip(conditional, keys)]
+        return [CISScore(c - known[k], c, known[k]) for c, k in zip(conditional, keys, strict=True)]

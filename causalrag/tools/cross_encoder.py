@@ -22,12 +22,20 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
 
 from causalrag.config import settings
 from causalrag.errors import CausalRAGError, ModelNotFoundError
 from causalrag.prompts.cis import passage_text
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import BatchEncoding, PreTrainedModel, PreTrainedTokenizerBase
+
+    from causalrag.tools.cis import CISScorer
+    from causalrag.tools.store import Mode, Store
 
 META_FILE = "cis_distilled.json"
 LABELS_FILE = "labels.jsonl"
@@ -66,25 +74,19 @@ class DistillConfig:
     weight_decay: float = 0.01
 
 
-def _torch():
-    import torch
-
-    return torch
-
-
-def _model_class():
-    torch = _torch()
+def _model_class() -> type[torch.nn.Module]:
+    import torch  # on first use: importing torch takes seconds
 
     class CrossEncoder(torch.nn.Module):
         """Encoder → [CLS] vector → dropout → linear → scalar."""
 
-        def __init__(self, encoder) -> None:
+        def __init__(self, encoder: PreTrainedModel) -> None:
             super().__init__()
             self.encoder = encoder
             self.dropout = torch.nn.Dropout(0.1)
             self.head = torch.nn.Linear(encoder.config.hidden_size, 1)
 
-        def forward(self, **inputs):
+        def forward(self, **inputs: torch.Tensor) -> torch.Tensor:
             cls = self.encoder(**inputs).last_hidden_state[:, 0]
             return self.head(self.dropout(cls)).squeeze(-1)
 
@@ -96,7 +98,10 @@ class DistilledReranker:
 
     name = "cis-distilled"
 
-    def __init__(self, model, tokenizer, *, mean: float, std: float, max_length: int) -> None:
+    def __init__(
+        self, model: Any, tokenizer: PreTrainedTokenizerBase, *, mean: float, std: float, max_length: int
+    ) -> None:
+        """``model``: the cross-encoder of :func:`_model_class` (its ``encoder`` and ``head`` are used by name)."""
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.mean, self.std, self.max_length = mean, std, max_length
@@ -109,7 +114,9 @@ class DistilledReranker:
         hf_logging.disable_progress_bar()
         base = base or base_encoder_path()
         encoder = AutoModel.from_pretrained(base)
-        return cls(_model_class()(encoder), AutoTokenizer.from_pretrained(base), mean=0.0, std=1.0, max_length=max_length)
+        return cls(
+            _model_class()(encoder), AutoTokenizer.from_pretrained(base), mean=0.0, std=1.0, max_length=max_length
+        )
 
     @classmethod
     def load(cls, path: str | Path) -> DistilledReranker:
@@ -120,20 +127,24 @@ class DistilledReranker:
                 f"`causalrag distill-cis --collection NAME --questions FILE --out {path}`."
             )
         meta = json.loads((path / META_FILE).read_text())
+        import torch
+
         reranker = cls.fresh(str(path / "encoder"), max_length=meta["max_length"])
-        reranker.model.head.load_state_dict(_torch().load(path / "head.pt", weights_only=True))
+        reranker.model.head.load_state_dict(torch.load(path / "head.pt", weights_only=True))
         reranker.mean, reranker.std = meta["label_mean"], meta["label_std"]
         return reranker
 
-    def save(self, path: str | Path, **extra) -> None:
+    def save(self, path: str | Path, **extra: Any) -> None:
+        import torch
+
         path = Path(path)
         self.model.encoder.save_pretrained(path / "encoder")
         self.tokenizer.save_pretrained(path / "encoder")
-        _torch().save(self.model.head.state_dict(), path / "head.pt")
+        torch.save(self.model.head.state_dict(), path / "head.pt")
         meta = {"label_mean": self.mean, "label_std": self.std, "max_length": self.max_length, **extra}
         (path / META_FILE).write_text(json.dumps(meta, indent=2))
 
-    def encode(self, questions: Sequence[str], passages: Sequence[str]):
+    def encode(self, questions: Sequence[str], passages: Sequence[str]) -> BatchEncoding:
         return self.tokenizer(
             list(questions), [p.strip() for p in passages], truncation="only_second",
             max_length=self.max_length, padding=True, return_tensors="pt",
@@ -141,7 +152,8 @@ class DistilledReranker:
 
     def score_texts(self, question: str, passages: Sequence[str], *, batch_size: int = 32) -> list[float]:
         """Predicted CIS for each passage text (already in ``passage_text`` form)."""
-        torch = _torch()
+        import torch
+
         scores: list[float] = []
         with torch.inference_mode():
             for start in range(0, len(passages), batch_size):
@@ -166,7 +178,11 @@ def _group_key(question: str, docs: Sequence[Document]) -> str:
 
 
 def teacher_pairs(
-    scorer, groups: Iterable[tuple[str, Sequence[Document]]], *, labels_file: Path | None = None, progress: bool = False
+    scorer: CISScorer,
+    groups: Iterable[tuple[str, Sequence[Document]]],
+    *,
+    labels_file: Path | None = None,
+    progress: bool = False,
 ) -> list[TrainingPair]:
     """⟨Q, K, CIS⟩ triplets for each (question, candidates) group, scored by the LM ``scorer``.
 
@@ -188,7 +204,7 @@ def teacher_pairs(
         key = _group_key(question, docs)
         if key not in done:
             scores = scorer.score(question, docs)
-            done[key] = [TrainingPair(question, passage_text(d), s.cis) for d, s in zip(docs, scores)]
+            done[key] = [TrainingPair(question, passage_text(d), s.cis) for d, s in zip(docs, scores, strict=True)]
             if labels_file:
                 with labels_file.open("a", encoding="utf-8") as f:
                     f.write(json.dumps({"key": key, "pairs": [asdict(p) for p in done[key]]}) + "\n")
@@ -198,8 +214,10 @@ def teacher_pairs(
 
 # --------------------------------------------------------------------------- training
 def _seed_all(seed: int) -> None:
+    import torch
+
     random.seed(seed)
-    _torch().manual_seed(seed)
+    torch.manual_seed(seed)
 
 
 def distill(
@@ -218,7 +236,8 @@ def distill(
     With ``resume``, training continues after the last epoch checkpointed in ``out``; ``meta`` is
     written next to the model (e.g. which teacher labelled the data).
     """
-    torch = _torch()
+    import torch
+
     config = config or DistillConfig()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -244,7 +263,9 @@ def distill(
         _seed_all(config.seed + epoch)  # same shuffle and dropout whether or not the run was resumed
         order = list(range(len(pairs)))
         random.shuffle(order)
-        batches = [order[i : i + config.batch_size] for i in range(0, len(order), config.batch_size)]
+        batches: Iterable[list[int]] = [
+            order[i : i + config.batch_size] for i in range(0, len(order), config.batch_size)
+        ]
         if progress:
             from tqdm.auto import tqdm
 
@@ -261,7 +282,10 @@ def distill(
             total += loss.item() * len(batch)
         model.eval()
         losses.append(total / len(pairs))
-        torch.save({"epoch": epoch + 1, "model": model.state_dict(), "optimizer": optimizer.state_dict(), "losses": losses}, checkpoint)
+        torch.save(
+            {"epoch": epoch + 1, "model": model.state_dict(), "optimizer": optimizer.state_dict(), "losses": losses},
+            checkpoint,
+        )
     reranker.save(out, pairs=len(pairs), epochs=config.epochs, losses=losses, config=asdict(config), **(meta or {}))
     load_distilled.cache_clear()
     return reranker, losses
@@ -284,18 +308,20 @@ def read_questions(path: str | Path) -> list[str]:
     questions = [" ".join(str(r.get("question", "")).split()) for r in rows if isinstance(r, dict)]
     questions = [q for q in questions if q]
     if not questions:
-        raise CausalRAGError(f"{path} holds no questions: write one question per line (or JSONL with a 'question' field).")
+        raise CausalRAGError(
+            f"{path} holds no questions: write one question per line (or JSONL with a 'question' field)."
+        )
     return questions
 
 
 def distill_from_store(
-    scorer,
-    store,
+    scorer: CISScorer,
+    store: Store,
     questions: Sequence[str],
     out: str | Path,
     *,
     n_candidates: int = 100,
-    retrieval: str = "bm25",
+    retrieval: Mode = "bm25",
     config: DistillConfig | None = None,
     resume: bool = True,
     progress: bool = True,
@@ -309,6 +335,11 @@ def distill_from_store(
         (out / LABELS_FILE).unlink(missing_ok=True)
         (out / CHECKPOINT_FILE).unlink(missing_ok=True)
     pairs = teacher_pairs(scorer, groups, labels_file=out / LABELS_FILE, progress=progress)
-    teacher = {"teacher": scorer.model_name, "form": scorer.form, "use_prior": scorer.use_prior, "n_candidates": n_candidates}
+    teacher = {
+        "teacher": scorer.model_name,
+        "form": scorer.form,
+        "use_prior": scorer.use_prior,
+        "n_candidates": n_candidates,
+    }
     reranker, losses = distill(pairs, out, config=config, resume=resume, progress=progress, meta=teacher)
     return reranker, losses, len(pairs)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
+import numpy.typing as npt
 from langchain_core.embeddings import Embeddings
 
 from causalrag.config import settings
@@ -61,9 +62,9 @@ _models: dict[int, Embeddings] = {}  # holds each model whose id keys the memo, 
 _memo_lock = threading.Lock()
 
 
-def unit_rows(vectors) -> np.ndarray:
-    vectors = np.asarray(vectors, dtype=np.float32)
-    return vectors / np.clip(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12, None)
+def unit_rows(vectors: npt.ArrayLike) -> np.ndarray:
+    rows = np.asarray(vectors, dtype=np.float32)
+    return rows / np.clip(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12, None)
 
 
 def embed(texts: Sequence[str], embeddings: Embeddings | None = None) -> np.ndarray:
@@ -83,9 +84,9 @@ def embed(texts: Sequence[str], embeddings: Embeddings | None = None) -> np.ndar
     missing = [t for t in dict.fromkeys(texts) if t not in found]
     if missing:
         fresh = unit_rows(model.embed_documents(missing))
-        found.update(zip(missing, fresh))
+        found.update(zip(missing, fresh, strict=True))
         with _memo_lock:
-            _memo.update(((id(model), t), v) for t, v in zip(missing, fresh))
+            _memo.update(((id(model), t), v) for t, v in zip(missing, fresh, strict=True))
             while len(_memo) > MEMO_SIZE:
                 _memo.popitem(last=False)
     return np.stack([found[t] for t in texts])

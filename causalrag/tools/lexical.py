@@ -23,7 +23,7 @@ import hashlib
 import os
 import re
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -101,44 +101,47 @@ class SharedIndex:
         self._index: LexicalIndex | None = None
         self._stamp: int | None = None
 
+    @staticmethod
     @contextmanager
-    def _locked(self):
-        self.folder.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.folder.with_name(f"{self.folder.name}.lock"), "w") as lock:
+    def _locked(folder: Path) -> Iterator[None]:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        with open(folder.with_name(f"{folder.name}.lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             yield
 
-    def _on_disk(self) -> LexicalIndex | None:
+    def _on_disk(self, folder: Path) -> LexicalIndex | None:
         try:
-            stamp = (self.folder / "ids.npy").stat().st_mtime_ns
+            stamp = (folder / "ids.npy").stat().st_mtime_ns
         except FileNotFoundError:
             return None
         if stamp != self._stamp:
-            self._index, self._stamp = LexicalIndex.load(self.folder), stamp
+            self._index, self._stamp = LexicalIndex.load(folder), stamp
         return self._index
 
     def get(self, count: int, passages: Callable[[], tuple[list[str], list[str]]]) -> LexicalIndex:
         """The index of a collection of ``count`` passages, built from ``passages()`` (ids, texts) when
         missing or stale — once: another process waiting on the lock then loads what was built."""
-        if self.folder is None:
+        folder = self.folder
+        if folder is None:
             if self._index is None or len(self._index) != count:
                 self._index = LexicalIndex.build(*passages())
             return self._index
-        index = self._on_disk()
+        index = self._on_disk(folder)
         if index is not None and len(index) == count:
             return index
-        with self._locked():
-            index = self._on_disk()
+        with self._locked(folder):
+            index = self._on_disk(folder)
             if index is None or len(index) != count:
-                LexicalIndex.build(*passages()).save(self.folder)
+                LexicalIndex.build(*passages()).save(folder)
                 if self.legacy is not None:
                     shutil.rmtree(self.legacy, ignore_errors=True)
-                index = self._on_disk()
+                index = self._on_disk(folder)
+        assert index is not None, "the index was saved under the lock just now"
         return index
 
     def drop(self) -> None:
         """The collection changed: forget the index (the next search rebuilds it)."""
         self._index = self._stamp = None
         if self.folder is not None:
-            with self._locked():
+            with self._locked(self.folder):
                 shutil.rmtree(self.folder, ignore_errors=True)

@@ -2,7 +2,8 @@
 
 Backends are peers in :mod:`causalrag.tools.backends` (transformers, llama.cpp, OpenAI-compatible
 servers, LangChain chat models), each behind the :class:`LLM` protocol of
-:mod:`causalrag.tools.backends.base`, re-exported here for type hints. This module sits on top:
+:mod:`causalrag.tools.backends.base`, re-exported here for type hints, with the hardware checks that pick
+a backend (:func:`pick_device`, :func:`cpu_has_bf16`). This module sits on top:
 it imports a backend only when :func:`load_llm` needs it, and no backend imports it.
 """
 
@@ -13,9 +14,9 @@ from functools import lru_cache
 
 from causalrag.config import settings
 from causalrag.errors import UnknownBackendError
-from causalrag.tools.backends.base import LLM, pick_device
+from causalrag.tools.backends.base import LLM, cpu_has_bf16, pick_device
 
-__all__ = ["BACKENDS", "LLM", "choose_backend", "default_llm", "load_llm"]
+__all__ = ["BACKENDS", "LLM", "choose_backend", "cpu_has_bf16", "default_llm", "load_llm", "pick_device"]
 
 BACKENDS = ("auto", "transformers", "llamacpp", "openai")
 

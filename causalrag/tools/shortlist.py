@@ -31,11 +31,16 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from causalrag.errors import CausalRAGError
+
+if TYPE_CHECKING:
+    import torch
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +101,7 @@ def ranking(model: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
     return ids
 
 
-def quantize_q8_0(hidden):
+def quantize_q8_0(hidden: torch.Tensor) -> torch.Tensor:
     """The activations as llama.cpp's Q8_0 dot products see them (blocks of 32, an fp16 scale each, values
     rounded to the nearest integer of ±127): projecting these reproduces its logits to ~1e-5, not ~0.03."""
     import torch
@@ -120,11 +125,11 @@ class Shortlist:
 
     def __init__(
         self,
-        fixed: Sequence[int],
-        rows: Callable[[np.ndarray], object],
+        fixed: npt.ArrayLike,
+        rows: Callable[[np.ndarray], torch.Tensor],
         *,
         softcap: float | None = None,
-        prepare: Callable | None = None,
+        prepare: Callable[[torch.Tensor], torch.Tensor] | None = None,
     ) -> None:
         self.fixed = np.unique(np.asarray(fixed, dtype=np.int64))
         self._rows = rows
@@ -135,22 +140,27 @@ class Shortlist:
     def __len__(self) -> int:
         return len(self.fixed)
 
-    def _project(self, hidden, weight):
+    def _project(self, hidden: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         logits = (hidden.to(weight.dtype) @ weight.T).float()
         return (logits / self.softcap).tanh() * self.softcap if self.softcap else logits
 
-    def _hidden(self, hidden):
+    def _hidden(self, hidden: npt.ArrayLike | torch.Tensor) -> torch.Tensor:
         import torch
 
-        hidden = torch.as_tensor(hidden, device=self._fixed_rows.device)
-        return self.prepare(hidden) if self.prepare is not None else hidden
+        states = torch.as_tensor(hidden, device=self._fixed_rows.device)
+        return self.prepare(states) if self.prepare is not None else states
 
-    def logits(self, hidden, ids: Sequence[int]) -> np.ndarray:
+    def logits(self, hidden: npt.ArrayLike | torch.Tensor, ids: npt.ArrayLike) -> np.ndarray:
         """The full model's logits of ``ids`` at each hidden state (exact: no normalizer involved)."""
-        ids = np.asarray(ids, dtype=np.int64)
-        return self._project(self._hidden(hidden), self._rows(ids)).cpu().numpy()
+        rows = self._rows(np.asarray(ids, dtype=np.int64))
+        return self._project(self._hidden(hidden), rows).cpu().numpy()
 
-    def logprobs(self, hidden, rows: Sequence[Sequence[int]], where: Sequence[tuple[int, int]]) -> list[float]:
+    def logprobs(
+        self,
+        hidden: npt.ArrayLike | torch.Tensor,
+        rows: Sequence[Sequence[int]] | Mapping[int, Sequence[int]],
+        where: Sequence[tuple[int, int]],
+    ) -> list[float]:
         """log p of token ``rows[r][p]`` given the hidden state ``hidden[k]`` (that of position ``p − 1``), for
         each ``where[k] = (r, p)``; the normalizer runs over the fixed shortlist and ``rows[r][: p + 1]``."""
         import torch

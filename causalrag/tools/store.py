@@ -23,11 +23,11 @@ import logging
 import os
 import re
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar, cast
 
 import numpy as np
 from langchain_core.documents import Document
@@ -42,10 +42,18 @@ from causalrag.errors import (
 )
 from causalrag.params import COLLECTION_NAME
 from causalrag.text import readable
-from causalrag.tools.chroma_files import chroma_panic, check_database, check_vector_indexes, damage_in
+from causalrag.tools.chroma_files import check_database, check_vector_indexes, chroma_panic, damage_in
 from causalrag.tools.lexical import LexicalIndex, SharedIndex, index_name
 
+if TYPE_CHECKING:
+    from chromadb.api import ClientAPI
+    from chromadb.api.models.Collection import Collection
+    from chromadb.api.types import Include
+    from langchain_chroma import Chroma
+
 log = logging.getLogger(__name__)
+P = ParamSpec("P")
+T = TypeVar("T")
 
 Mode = Literal["dense", "bm25", "hybrid"]
 TEXT_SUFFIXES = {".txt", ".md"}
@@ -68,7 +76,7 @@ class Passage:
         return hashlib.sha1(f"{self.title}\n{self.text}".encode()).hexdigest()[:16]
 
     def to_document(self, score: float | None = None) -> Document:
-        meta = {"title": self.title, "source": self.source}
+        meta: dict[str, str | float] = {"title": self.title, "source": self.source}
         if score is not None:
             meta["score"] = float(score)
         return Document(id=self.id, page_content=self.text, metadata=meta)
@@ -160,7 +168,11 @@ def read_passages(paths: Iterable[str | Path], words: int = 100) -> tuple[list[P
         if not root.exists():
             report.skipped.append((str(root), "no such file or folder"))
             continue
-        files = sorted(p for p in root.rglob("*") if p.suffix in PASSAGE_SUFFIXES and p.is_file()) if root.is_dir() else [root]
+        files = (
+            sorted(p for p in root.rglob("*") if p.suffix in PASSAGE_SUFFIXES and p.is_file())
+            if root.is_dir()
+            else [root]
+        )
         for path in files:
             problems: list[str] = []
             try:
@@ -172,8 +184,8 @@ def read_passages(paths: Iterable[str | Path], words: int = 100) -> tuple[list[P
             report.files += 1
             report.sources.append(found[0].source)
             passages += found
-    for path, reason in report.skipped:
-        log.warning("Skipped %s: %s.", path, reason)
+    for where, reason in report.skipped:
+        log.warning("Skipped %s: %s.", where, reason)
     report.passages = len(passages)
     return passages, report
 
@@ -198,7 +210,8 @@ class StoreRefusedError(CausalRAGError, PermissionError):
     def __init__(self, url: str, status: int) -> None:
         super().__init__(
             f"The Chroma server at {url} refused the request (HTTP {status}): set CAUSALRAG_CHROMA_TOKEN (sent as "
-            "Authorization: Bearer) or CAUSALRAG_CHROMA_HEADERS (a JSON object, e.g. {\"x-chroma-token\": \"...\"}) to credentials it accepts."
+            'Authorization: Bearer) or CAUSALRAG_CHROMA_HEADERS (a JSON object, e.g. '
+            '{"x-chroma-token": "..."}) to credentials it accepts.'
         )
 
 
@@ -207,18 +220,22 @@ class StoreScopeError(CausalRAGError, LookupError):
         what = f"database {database!r} in tenant {tenant!r}" if database else f"tenant {tenant!r}"
         variable = "CAUSALRAG_CHROMA_DATABASE" if database else "CAUSALRAG_CHROMA_TENANT"
         super().__init__(
-            f"The Chroma server at {url} has no {what}: create it (chromadb.AdminClient) or set {variable} to one that exists."
+            f"The Chroma server at {url} has no {what}: create it "
+            f"(chromadb.AdminClient) or set {variable} to one that exists."
         )
 
 
 _REFUSED = (401, 403, 407)
 
 
-def check_server(url: str, tenant: str = "default_tenant", database: str = "default_database", headers: dict[str, str] | None = None) -> None:
+def check_server(
+    url: str, tenant: str = "default_tenant", database: str = "default_database", headers: dict[str, str] | None = None
+) -> None:
     """Raise a one-sentence error unless a Chroma server answers at ``url``, accepts ``headers`` and holds
     ``tenant``/``database`` (Chroma's v2 API: heartbeat, then the tenant, then the database)."""
-    import httpx
     from urllib.parse import quote
+
+    import httpx
 
     host, port, ssl = _server(url)
     base = f"{'https' if ssl else 'http'}://{host}:{port}/api/v2"
@@ -239,14 +256,22 @@ def check_server(url: str, tenant: str = "default_tenant", database: str = "defa
 
 
 @lru_cache(maxsize=8)
-def _client(kind: str, where: str, tenant: str = "default_tenant", database: str = "default_database", headers: tuple[tuple[str, str], ...] = ()):
+def _client(
+    kind: str,
+    where: str,
+    tenant: str = "default_tenant",
+    database: str = "default_database",
+    headers: tuple[tuple[str, str], ...] = (),
+) -> ClientAPI:
     import chromadb
 
     if kind == "http":
         host, port, ssl = _server(where)
         check_server(where, tenant, database, dict(headers))
         try:
-            return chromadb.HttpClient(host=host, port=port, ssl=ssl, headers=dict(headers), tenant=tenant, database=database)
+            return chromadb.HttpClient(
+                host=host, port=port, ssl=ssl, headers=dict(headers), tenant=tenant, database=database
+            )
         except (ValueError, ConnectionError) as exc:  # chromadb: "Could not connect to a Chroma server"
             raise StoreUnreachableError(where, "nothing answers there") from exc
     if kind == "memory":
@@ -265,11 +290,11 @@ def _client(kind: str, where: str, tenant: str = "default_tenant", database: str
         raise
 
 
-def _reported(method):
+def _reported(method: Callable[Concatenate[Store, P], T]) -> Callable[Concatenate[Store, P], T]:
     """Chroma failures a person can act on become one sentence: a server that went away, a damaged database."""
 
     @functools.wraps(method)
-    def wrapper(self: Store, *args, **kwargs):
+    def wrapper(self: Store, /, *args: P.args, **kwargs: P.kwargs) -> T:
         try:
             return method(self, *args, **kwargs)
         except CausalRAGError:
@@ -280,13 +305,24 @@ def _reported(method):
             text = str(exc)
             if self.kind == "persistent" and (damage := damage_in(self.where, exc)):
                 raise damage from exc
-            if self.kind == "http" and (isinstance(exc, ConnectionError) or "connect" in text.lower() or type(exc).__name__.endswith(("ConnectError", "ConnectTimeout"))):
+            if self.kind == "http" and (
+                isinstance(exc, ConnectionError)
+                or "connect" in text.lower()
+                or type(exc).__name__.endswith(("ConnectError", "ConnectTimeout"))
+            ):
                 raise StoreUnreachableError(self.where, "it stopped answering") from exc
-            if self.kind == "http" and any(words in text for words in ("Unauthorized", "Forbidden", "AuthError", "authorization")):
+            if self.kind == "http" and any(
+                words in text for words in ("Unauthorized", "Forbidden", "AuthError", "authorization")
+            ):
                 raise StoreRefusedError(self.where, 401 if "Forbidden" not in text else 403) from exc
             raise
 
     return wrapper
+
+
+def stored_id(doc: Document) -> str:
+    """The id of a passage read from a :class:`Store` (each carries the id it is stored under)."""
+    return cast(str, doc.id)
 
 
 class Store:
@@ -324,7 +360,7 @@ class Store:
         self.headers = dict(s.chroma_headers if headers is None and self.kind == "http" else headers or {})
         self.collection = collection
         self._embeddings = embeddings
-        self._vectorstore = None
+        self._vectorstore: Chroma | None = None
         folder = self._lexical_folder()
         self._lexical = SharedIndex(folder and folder / index_name(collection), legacy=folder and folder / collection)
 
@@ -346,7 +382,7 @@ class Store:
         return self._embeddings
 
     @property
-    def client(self):
+    def client(self) -> ClientAPI:
         if self.kind == "http":
             return _client(self.kind, self.where, self.tenant, self.database, tuple(sorted(self.headers.items())))
         return _client(self.kind, self.where)
@@ -356,7 +392,7 @@ class Store:
         return self.collection in {c if isinstance(c, str) else c.name for c in self.client.list_collections()}
 
     @property
-    def vectorstore(self):
+    def vectorstore(self) -> Chroma:
         """The ``langchain_chroma.Chroma`` vector store (e.g. ``store.vectorstore.as_retriever()``)."""
         if self._vectorstore is None:
             from langchain_chroma import Chroma
@@ -369,14 +405,14 @@ class Store:
             )
         return self._vectorstore
 
-    def _collection(self, *, create: bool = False):
+    def _collection(self, *, create: bool = False) -> Collection:
         if not create and not self.exists():
             where = self.where if self.kind != "persistent" else f"{self.where} (CAUSALRAG_HOME)"
             raise CollectionNotFoundError(self.collection, where)
         # langchain-chroma has no public call for precomputed embeddings or id-filtered queries
         return self.vectorstore._collection
 
-    def _for_writing(self, *, create: bool = False):
+    def _for_writing(self, *, create: bool = False) -> Collection:
         """The collection, once Chroma has applied its write log (``count`` does): a damaged log fails here,
         before rows are written into a log that cannot be read back."""
         collection = self._collection(create=create)
@@ -398,7 +434,7 @@ class Store:
             chunk = unique[start : start + 1000]
             have = set(collection.get(ids=[p.id for p in chunk], include=[])["ids"])
             new += [p for p in chunk if p.id not in have]
-        batches = range(0, len(new), batch_size)
+        batches: Iterable[int] = range(0, len(new), batch_size)
         if progress and new:
             from tqdm.auto import tqdm
 
@@ -408,7 +444,7 @@ class Store:
             vectors = self.embeddings.embed_documents([f"{p.title}\n{p.text}" if p.title else p.text for p in batch])
             collection.upsert(
                 ids=[p.id for p in batch],
-                embeddings=vectors,
+                embeddings=vectors,  # type: ignore[arg-type]  # chromadb's list[Sequence[float]] is invariant
                 documents=[p.text for p in batch],
                 metadatas=[{"title": p.title, "source": p.source} for p in batch],
             )
@@ -442,7 +478,7 @@ class Store:
         folders = tuple(str(r.resolve()) + os.sep for r in roots if r.is_dir())
         got = self._read(["metadatas"])
         stale = []
-        for pid, meta in zip(got["ids"], got["metadatas"]):
+        for pid, meta in zip(got["ids"], got["metadatas"], strict=True):
             source = str((meta or {}).get("source", ""))
             if pid in current or not source:
                 continue
@@ -466,18 +502,25 @@ class Store:
             self._collection()  # a missing collection raises CollectionNotFoundError first
             raise EmptyCollectionError(self.collection)
 
-    def _read(self, include: list[str], ids: Sequence[str] | None = None) -> dict[str, list]:
+    def _read(self, include: Include, ids: Sequence[str] | None = None) -> dict[str, list[Any]]:
         """``collection.get`` of every passage (or of ``ids``) in pages of ``READ_PAGE`` rows: one get of a
         100k-passage collection fails in Chroma's SQLite with "too many SQL variables"."""
-        collection, got = self._collection(), {"ids": [], **{field: [] for field in include}}
-        pages = (
-            (collection.get(ids=list(ids[start : start + READ_PAGE]), include=include) for start in range(0, len(ids), READ_PAGE))
+        collection = self._collection()
+        got: dict[str, list[Any]] = {"ids": [], **{field: [] for field in include}}
+        pages: Iterable[Mapping[str, Any]] = (  # a list under every key asked for in ``include``
+            (
+                collection.get(ids=list(ids[start : start + READ_PAGE]), include=include)
+                for start in range(0, len(ids), READ_PAGE)
+            )
             if ids is not None
-            else (collection.get(include=include, limit=READ_PAGE, offset=start) for start in range(0, collection.count(), READ_PAGE))
+            else (
+                collection.get(include=include, limit=READ_PAGE, offset=start)
+                for start in range(0, collection.count(), READ_PAGE)
+            )
         )
         for page in pages:
-            for field in got:
-                got[field] += page[field]
+            for key in got:
+                got[key] += page[key]
         return got
 
     @_reported
@@ -487,7 +530,7 @@ class Store:
         got = self._read(["documents", "metadatas"], ids)
         by_id = {
             i: Document(id=i, page_content=d, metadata=dict(m or {}))
-            for i, d, m in zip(got["ids"], got["documents"], got["metadatas"])
+            for i, d, m in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
         }
         return [by_id[i] for i in ids if i in by_id]
 
@@ -496,7 +539,7 @@ class Store:
         got = self._read(["documents", "metadatas"])
         return [
             Passage((m or {}).get("title", ""), d, (m or {}).get("source", ""))
-            for d, m in zip(got["documents"], got["metadatas"])
+            for d, m in zip(got["documents"], got["metadatas"], strict=True)
         ]
 
     def _dense(self, query: str, k: int, ids: Sequence[str] | None) -> list[Document]:
@@ -504,15 +547,17 @@ class Store:
         n = min(k, len(ids) if ids is not None else collection.count())
         if n <= 0:
             return []
-        res = collection.query(
-            query_embeddings=[self.embeddings.embed_query(query)],
+        res: Mapping[str, Any] = collection.query(  # a list under every key asked for in ``include``
+            query_embeddings=[self.embeddings.embed_query(query)],  # type: ignore[arg-type]  # as upsert's embeddings
             n_results=n,
             ids=list(ids) if ids is not None else None,
             include=["documents", "metadatas", "distances"],
         )
         return [
             Document(id=i, page_content=d, metadata={**(m or {}), "score": 1.0 - float(dist)})
-            for i, d, m, dist in zip(res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0])
+            for i, d, m, dist in zip(
+                res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0], strict=True
+            )
         ]
 
     def _lexical_folder(self) -> Path | None:
@@ -521,19 +566,25 @@ class Store:
         if self.kind == "memory":
             return None
         server = f"{self.where}/{self.tenant}/{self.database}"  # a collection name is unique per tenant and database
-        base = Path(self.where) if self.kind == "persistent" else settings().home / "lexical" / re.sub(r"\W+", "_", server)
+        base = (
+            Path(self.where) if self.kind == "persistent" else settings().home / "lexical" / re.sub(r"\W+", "_", server)
+        )
         return base / "causalrag-lexical"
 
     def _lexical_texts(self) -> tuple[list[str], list[str]]:
         """Every passage's id and BM25 text (title and text), read from the collection once per index build."""
         got = self._read(["documents", "metadatas"])
-        return got["ids"], [f"{(m or {}).get('title', '')} {d}" for d, m in zip(got["documents"], got["metadatas"])]
+        return got["ids"], [
+            f"{(m or {}).get('title', '')} {d}" for d, m in zip(got["documents"], got["metadatas"], strict=True)
+        ]
 
     def _bm25_search(self, query: str, k: int, ids: Sequence[str] | None) -> list[Document]:
         """BM25 over the whole collection (its shared index), or over a sub-pool with the pool's own statistics."""
         if ids is not None:  # a sub-pool (e.g. one question's paragraphs) is small: indexed on the spot
             pool = self.get(ids)
-            scores = LexicalIndex.build([d.id for d in pool], [f"{d.metadata.get('title', '')} {d.page_content}" for d in pool]).scores(query)
+            scores = LexicalIndex.build(
+                [stored_id(d) for d in pool], [f"{d.metadata.get('title', '')} {d.page_content}" for d in pool]
+            ).scores(query)
             top = np.argsort(-scores, kind="stable")[:k]
             found = [(pool[i], scores[i]) for i in top]
         else:
@@ -542,7 +593,9 @@ class Store:
             top = np.argsort(-scores, kind="stable")[:k]
             by_id = {d.id: d for d in self.get([str(index.ids[i]) for i in top])}
             found = [(by_id[str(index.ids[i])], scores[i]) for i in top if str(index.ids[i]) in by_id]
-        return [Document(id=d.id, page_content=d.page_content, metadata={**d.metadata, "score": float(s)}) for d, s in found]
+        return [
+            Document(id=d.id, page_content=d.page_content, metadata={**d.metadata, "score": float(s)}) for d, s in found
+        ]
 
     @_reported
     def retrieve(
@@ -564,10 +617,14 @@ class Store:
             first: dict[str, Document] = {}
             for ranking in (self._dense(query, 4 * k, ids), self._bm25_search(query, 4 * k, ids)):
                 for rank, doc in enumerate(ranking):
-                    fused[doc.id] = fused.get(doc.id, 0.0) + 1.0 / (_RRF_K + rank + 1)
-                    first.setdefault(doc.id, doc)
-            best = sorted(fused, key=fused.get, reverse=True)[:k]
-            docs = [Document(id=i, page_content=first[i].page_content, metadata={**first[i].metadata, "score": fused[i]}) for i in best]
+                    key = stored_id(doc)
+                    fused[key] = fused.get(key, 0.0) + 1.0 / (_RRF_K + rank + 1)
+                    first.setdefault(key, doc)
+            best = sorted(fused, key=fused.__getitem__, reverse=True)[:k]
+            docs = [
+                Document(id=i, page_content=first[i].page_content, metadata={**first[i].metadata, "score": fused[i]})
+                for i in best
+            ]
         else:
             raise ValueError(f"Unknown retrieval mode {mode!r}: use dense, bm25 or hybrid.")
         for d in docs:

@@ -61,8 +61,15 @@ def test_runs_split_over_processes_merge_into_one_report(tmp_path, fakes):
     """Methods run in two processes (two folders) make one report; settings that differ are refused."""
     runner = CliRunner()
     common = ["eval", "--dataset", "demo", "--inject", "0", "--limit", "2"]
-    assert runner.invoke(app, [*common, "--methods", "no_rag,standard_rag", "--out", str(tmp_path / "a")]).exit_code == 0
-    assert runner.invoke(app, [*common, "--methods", "cis", "-p", "n_candidates=4", "--out", str(tmp_path / "b")]).exit_code == 0
+    assert (
+        runner.invoke(app, [*common, "--methods", "no_rag,standard_rag", "--out", str(tmp_path / "a")]).exit_code == 0
+    )
+    assert (
+        runner.invoke(
+            app, [*common, "--methods", "cis", "-p", "n_candidates=4", "--out", str(tmp_path / "b")]
+        ).exit_code
+        == 0
+    )
     result = runner.invoke(app, ["report", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "all")])
     assert result.exit_code == 0, result.output
     config = json.loads((tmp_path / "all" / "config.json").read_text())
@@ -109,7 +116,8 @@ def config_of(folder):
 
 
 def test_per_method_parameters_and_cpu_sizes(tmp_path, fakes):
-    """-p NAME=VALUE goes to every chosen method that has NAME, -p METHOD.NAME=VALUE to that one; --cpu starts from cpu_params."""
+    """-p NAME=VALUE goes to every chosen method that has NAME, -p METHOD.NAME=VALUE to that one;
+    --cpu starts from cpu_params."""
     import causalrag
 
     runner = CliRunner()
@@ -138,20 +146,44 @@ def test_per_method_parameters_and_cpu_sizes(tmp_path, fakes):
     ],
 )
 def test_bad_parameters_stop_before_any_work_and_leave_no_config(params, message, tmp_path, fakes):
-    result = CliRunner().invoke(app, ["eval", "--dataset", "demo", "--methods", "no_rag,standard_rag", "--limit", "1", *params,
-                                      "--out", str(tmp_path / "run")])
+    result = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "--dataset",
+            "demo",
+            "--methods",
+            "no_rag,standard_rag",
+            "--limit",
+            "1",
+            *params,
+            "--out",
+            str(tmp_path / "run"),
+        ],
+    )
     assert isinstance(result.exception, CausalRAGError) and message in str(result.exception)
     assert not (tmp_path / "run" / "config.json").exists() and fakes.prompts == []
 
 
 def test_a_questions_only_dataset_runs_no_rag(tmp_path, fakes):
     data = tmp_path / "questions.jsonl"
-    data.write_text("".join(json.dumps({"id": str(i), "question": f"Largest planet {i}?", "golden_answers": ["Jupiter"]}) + "\n" for i in range(2)))
-    ok = CliRunner().invoke(app, ["eval", "--dataset", f"jsonl:{data}", "--methods", "no_rag", "--out", str(tmp_path / "a")])
+    data.write_text(
+        "".join(
+            json.dumps({"id": str(i), "question": f"Largest planet {i}?", "golden_answers": ["Jupiter"]}) + "\n"
+            for i in range(2)
+        )
+    )
+    ok = CliRunner().invoke(
+        app, ["eval", "--dataset", f"jsonl:{data}", "--methods", "no_rag", "--out", str(tmp_path / "a")]
+    )
     assert ok.exit_code == 0, ok.output
     assert len((tmp_path / "a" / "results.jsonl").read_text().splitlines()) == 2
-    refused = CliRunner().invoke(app, ["eval", "--dataset", f"jsonl:{data}", "--methods", "standard_rag", "--out", str(tmp_path / "b")])
-    assert isinstance(refused.exception, CausalRAGError) and "--setting open with --collection" in str(refused.exception)
+    refused = CliRunner().invoke(
+        app, ["eval", "--dataset", f"jsonl:{data}", "--methods", "standard_rag", "--out", str(tmp_path / "b")]
+    )
+    assert isinstance(refused.exception, CausalRAGError) and "--setting open with --collection" in str(
+        refused.exception
+    )
 
 
 def test_a_run_that_failed_before_its_first_result_does_not_block_the_next(tmp_path, fakes):
@@ -168,6 +200,8 @@ def test_a_run_that_failed_before_its_first_result_does_not_block_the_next(tmp_p
 
 def test_out_naming_a_file_is_one_sentence(tmp_path, fakes):
     (tmp_path / "taken").write_text("mine")
-    result = CliRunner().invoke(app, ["eval", "--dataset", "demo", "--methods", "no_rag", "--limit", "1", "--out", str(tmp_path / "taken")])
+    result = CliRunner().invoke(
+        app, ["eval", "--dataset", "demo", "--methods", "no_rag", "--limit", "1", "--out", str(tmp_path / "taken")]
+    )
     assert isinstance(result.exception, CausalRAGError) and "is a file" in str(result.exception)
     assert (tmp_path / "taken").read_text() == "mine"

@@ -1,4 +1,5 @@
-"""Dataset conditions: the answer-swap conflict, RGB pools (on a small fixture in RGB's format), the bundled conflict set."""
+"""Dataset conditions: the answer-swap conflict, RGB pools (on a small fixture in RGB's format), the bundled
+conflict set."""
 
 from __future__ import annotations
 
@@ -42,8 +43,13 @@ def test_rgb_pools_mix_correct_swapped_and_noise_passages_by_count():
     assert sorted(p.source for p in second.passages) == ["rgb:negative"] * 3 + ["rgb:positive"]
     assert second.answers == ["Ilse Marr", "I. Marr"] and second.wrong_answers == []
     noisy = load_examples(f"rgb:{RGB}?passages=5&noise=0.4")[0]
-    assert sorted(p.source for p in noisy.passages) == ["rgb:negative"] * 2 + ["rgb:positive"] * 3 and noisy.wrong_answers == []
-    assert [p.text for p in load_examples(f"rgb:{RGB}?noise=0.4")[0].passages] == [p.text for p in noisy.passages]  # seeded
+    assert (
+        sorted(p.source for p in noisy.passages) == ["rgb:negative"] * 2 + ["rgb:positive"] * 3
+        and noisy.wrong_answers == []
+    )
+    assert [p.text for p in load_examples(f"rgb:{RGB}?noise=0.4")[0].passages] == [
+        p.text for p in noisy.passages
+    ]  # seeded
 
 
 def test_rgb_bad_input_is_one_sentence(tmp_path):

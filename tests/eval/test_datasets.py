@@ -35,14 +35,23 @@ def test_bad_specs_and_files(tmp_path):
 
 
 def test_2wikimultihopqa_rows(tmp_path):
-    row = {"_id": "8813f87c0bdd11eba7f7acde48001122", "type": "compositional", "question": "Who is the mother of the director of film X?",
-           "context": [["Film X", ["Film X is directed by Ann Lee."]], ["Ann Lee", ["Ann Lee's mother is Mia Lee."]]],
-           "supporting_facts": [["Film X", 0], ["Ann Lee", 0]],
-           "evidences": [["Film X", "director", "Ann Lee"], ["Ann Lee", "mother", "Mia Lee"]],
-           "answer": "Mia Lee"}
+    row = {
+        "_id": "8813f87c0bdd11eba7f7acde48001122",
+        "type": "compositional",
+        "question": "Who is the mother of the director of film X?",
+        "context": [["Film X", ["Film X is directed by Ann Lee."]], ["Ann Lee", ["Ann Lee's mother is Mia Lee."]]],
+        "supporting_facts": [["Film X", 0], ["Ann Lee", 0]],
+        "evidences": [["Film X", "director", "Ann Lee"], ["Ann Lee", "mother", "Mia Lee"]],
+        "answer": "Mia Lee",
+    }
     (tmp_path / "dev.json").write_text(json.dumps([row]))
     (ex,) = load_dataset(f"hotpotqa:{tmp_path / 'dev.json'}")
-    assert (ex.id, ex.type, ex.answers, ex.gold_titles) == (row["_id"], "compositional", ["Mia Lee"], ["Ann Lee", "Film X"])
+    assert (ex.id, ex.type, ex.answers, ex.gold_titles) == (
+        row["_id"],
+        "compositional",
+        ["Mia Lee"],
+        ["Ann Lee", "Film X"],
+    )
     assert [p.title for p in ex.passages] == ["Film X", "Ann Lee"]
 
 

@@ -10,7 +10,9 @@ def test_official_normalization():
 
 def test_exact_match_and_f1():
     assert exact_match("the Rhine.", ["Rhine"]) == 1.0
-    assert f1_score("Greenwich Village", ["Greenwich Village, New York City"]) == pytest.approx(2 * 1 * 0.4 / 1.4)  # 2 of 5 gold words
+    assert f1_score("Greenwich Village", ["Greenwich Village, New York City"]) == pytest.approx(
+        2 * 1 * 0.4 / 1.4
+    )  # 2 of 5 gold words
     assert f1_score("yes it is", ["yes"]) == 0.0  # yes/no only score when identical (official rule)
     assert f1_score("no", ["no"]) == 1.0
     assert exact_match("London", ["Paris", "London"]) == 1.0
@@ -50,6 +52,8 @@ def test_f1_by_hand():
 
 
 def test_containment_with_normalization():
-    assert containment("It was the North-Atlantic Conference.", ["the North Atlantic Conference"]) == 0.0  # hyphen joins words
+    assert (
+        containment("It was the North-Atlantic Conference.", ["the North Atlantic Conference"]) == 0.0
+    )  # hyphen joins words
     assert containment("It was the North Atlantic Conference.", ["the North Atlantic Conference"]) == 1.0
     assert containment("No, they are not.", ["no"]) == 1.0 and containment("Not really", ["no"]) == 0.0

@@ -6,8 +6,16 @@ import pytest
 
 from causalrag.errors import CausalRAGError
 from causalrag.eval.report import (
-    CONDITION_GROUPS, bootstrap, markdown_table, mcnemar_exact, paired_markdown, paired_rows, paired_summary, summarize,
-    write_paired_report, write_report,
+    CONDITION_GROUPS,
+    bootstrap,
+    markdown_table,
+    mcnemar_exact,
+    paired_markdown,
+    paired_rows,
+    paired_summary,
+    summarize,
+    write_paired_report,
+    write_report,
 )
 from causalrag.eval.runner import EvalConfig, run_eval
 from tests.fakes import FakeLLM
@@ -71,7 +79,13 @@ def test_fallbacks_are_counted_per_judgment_step(tmp_path, fake_embeddings):
     rows = [{"method": "astute", "fallback_steps": _fallback_steps(trace)}] * 2
     assert fallback_rows(rows) == [["astute", "select", "4", "2", "50%"], ["astute", "propose", "2", "0", "0%"]]
 
-    cfg = EvalConfig("demo", ["astute"], inject=[0], limit=2, params={"astute": {"judge": "generate", "iterations": 1, "mechanism": "paper"}})
+    cfg = EvalConfig(
+        "demo",
+        ["astute"],
+        inject=[0],
+        limit=2,
+        params={"astute": {"judge": "generate", "iterations": 1, "mechanism": "paper"}},
+    )
     run_eval(cfg, tmp_path, llm=FakeLLM(default="no format at all"), embeddings=fake_embeddings, progress=False)
     report = write_report(tmp_path, resamples=100)
     assert report.fallbacks and all(row[0] == "astute" for row in report.fallbacks)
@@ -127,7 +141,7 @@ def test_known_wins_and_losses_give_the_delta_its_interval_and_p():
 
 def test_misled_is_compared_where_both_define_it():
     rows = duel([(1, 0)] * 4)
-    for r, m in zip(rows, [0.0, 1.0, 0.0, 1.0, None, 1.0, 0.0, 0.0]):  # pairs: (0,1) (0,1) (None,1) (0,0)
+    for r, m in zip(rows, [0.0, 1.0, 0.0, 1.0, None, 1.0, 0.0, 0.0], strict=True):  # pairs: (0,1) (0,1) (None,1) (0,0)
         r["misled"] = m
     e = cell(paired_summary(rows))
     assert e["n_misled"] == 3 and e["misled"] == 0.0 and e["base_misled"] == pytest.approx(2 / 3)

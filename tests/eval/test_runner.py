@@ -21,7 +21,9 @@ def keys(rows):
 def test_every_key_once_with_metrics_and_cost(tmp_path, fake_embeddings):
     rows = run_eval(config(), tmp_path, llm=FakeLLM(default="yes"), embeddings=fake_embeddings, progress=False)
     hotpot = load_dataset("hotpotqa")[:3]
-    assert keys(rows) == sorted(result_key(m, e.id, k) for m in ("no_rag", "standard_rag") for e in hotpot for k in (0, 4))
+    assert keys(rows) == sorted(
+        result_key(m, e.id, k) for m in ("no_rag", "standard_rag") for e in hotpot for k in (0, 4)
+    )
     first = next(r for r in rows if r["key"] == result_key("standard_rag", hotpot[0].id, 0))
     assert first["prediction"] == "yes" and first["em"] == first["acc"] == 1.0  # hotpot[0]'s answer is "yes"
     assert first["llm_calls"] == 1 and len(first["documents"]) == 5 and 0 <= first["recall"] <= 1
@@ -31,7 +33,13 @@ def test_every_key_once_with_metrics_and_cost(tmp_path, fake_embeddings):
 
 
 def test_distractor_setting_retrieves_only_the_questions_pool(tmp_path, fake_embeddings):
-    rows = run_eval(config(methods=["standard_rag"], inject=[8]), tmp_path, llm=FakeLLM(), embeddings=fake_embeddings, progress=False)
+    rows = run_eval(
+        config(methods=["standard_rag"], inject=[8]),
+        tmp_path,
+        llm=FakeLLM(),
+        embeddings=fake_embeddings,
+        progress=False,
+    )
     dataset = load_dataset("hotpotqa")
     for row in rows:
         ex = with_distractors(next(e for e in dataset if e.id == row["question_id"]), 8, donors=dataset)
@@ -70,7 +78,9 @@ def test_resume_after_interrupt_gives_exactly_one_result_per_key(tmp_path, fake_
         return "Paris"
 
     with pytest.raises(KeyboardInterrupt):
-        run_eval(config(), tmp_path, llm=FakeLLM(default=interrupt_on_fifth), embeddings=fake_embeddings, progress=False)
+        run_eval(
+            config(), tmp_path, llm=FakeLLM(default=interrupt_on_fifth), embeddings=fake_embeddings, progress=False
+        )
     before = read_results(tmp_path)
     assert len(before) == 4
     # an interrupt in the middle of a write leaves half a line: it is dropped, not doubled
@@ -81,7 +91,9 @@ def test_resume_after_interrupt_gives_exactly_one_result_per_key(tmp_path, fake_
     lines = (tmp_path / RESULTS).read_text().splitlines()
     assert len(lines) == 12 and len({json.loads(line)["key"] for line in lines}) == 12
     assert {r["key"]: r["finished_at"] for r in before}.items() <= {r["key"]: r["finished_at"] for r in rows}.items()
-    again = run_eval(config(), tmp_path, llm=FakeLLM(default=interrupt_on_fifth), embeddings=fake_embeddings, progress=False)
+    again = run_eval(
+        config(), tmp_path, llm=FakeLLM(default=interrupt_on_fifth), embeddings=fake_embeddings, progress=False
+    )
     assert keys(again) == keys(rows)  # nothing left to run: the model is never called
 
 
@@ -89,18 +101,39 @@ def test_a_failing_question_is_recorded_and_the_run_goes_on(tmp_path, fake_embed
     def broken(prompt):
         raise RuntimeError("model fell over")
 
-    rows = run_eval(config(methods=["no_rag"], inject=[0]), tmp_path, llm=FakeLLM(default=broken), embeddings=fake_embeddings, progress=False)
+    rows = run_eval(
+        config(methods=["no_rag"], inject=[0]),
+        tmp_path,
+        llm=FakeLLM(default=broken),
+        embeddings=fake_embeddings,
+        progress=False,
+    )
     assert len(rows) == 3 and all("model fell over" in r["error"] and r["acc"] == 0.0 for r in rows)
 
 
 def test_settings_must_match_to_resume_but_methods_may_grow(tmp_path, fake_embeddings):
-    run_eval(config(methods=["no_rag"], inject=[0]), tmp_path, llm=FakeLLM(), embeddings=fake_embeddings, progress=False)
+    run_eval(
+        config(methods=["no_rag"], inject=[0]), tmp_path, llm=FakeLLM(), embeddings=fake_embeddings, progress=False
+    )
     with pytest.raises(CausalRAGError, match="other settings"):
-        run_eval(config(methods=["no_rag"], seed=1), tmp_path, llm=FakeLLM(), embeddings=fake_embeddings, progress=False)
-    rows = run_eval(config(methods=["no_rag", "standard_rag"], inject=[0], params={"standard_rag": {"k": 2}}), tmp_path / "b",
-                    llm=FakeLLM(), embeddings=fake_embeddings, progress=False)
+        run_eval(
+            config(methods=["no_rag"], seed=1), tmp_path, llm=FakeLLM(), embeddings=fake_embeddings, progress=False
+        )
+    rows = run_eval(
+        config(methods=["no_rag", "standard_rag"], inject=[0], params={"standard_rag": {"k": 2}}),
+        tmp_path / "b",
+        llm=FakeLLM(),
+        embeddings=fake_embeddings,
+        progress=False,
+    )
     assert all(len(r["documents"]) == 2 for r in rows if r["method"] == "standard_rag")
-    grown = run_eval(config(methods=["no_rag", "standard_rag"], inject=[0]), tmp_path, llm=FakeLLM(), embeddings=fake_embeddings, progress=False)
+    grown = run_eval(
+        config(methods=["no_rag", "standard_rag"], inject=[0]),
+        tmp_path,
+        llm=FakeLLM(),
+        embeddings=fake_embeddings,
+        progress=False,
+    )
     assert len(grown) == 6
     assert json.loads((tmp_path / "config.json").read_text())["methods"] == ["no_rag", "standard_rag"]
 
@@ -110,7 +143,12 @@ def test_bad_runs_fail_with_one_sentence(tmp_path, fake_embeddings, monkeypatch)
         run_eval(config(methods=["nope"]), tmp_path, llm=FakeLLM(), embeddings=fake_embeddings)
     (tmp_path / "q.jsonl").write_text(json.dumps({"id": "1", "question": "Q?", "golden_answers": ["A"]}) + "\n")
     with pytest.raises(CausalRAGError, match="no per-question passages"):
-        run_eval(config(dataset=f"jsonl:{tmp_path / 'q.jsonl'}", inject=[0]), tmp_path / "j", llm=FakeLLM(), embeddings=fake_embeddings)
+        run_eval(
+            config(dataset=f"jsonl:{tmp_path / 'q.jsonl'}", inject=[0]),
+            tmp_path / "j",
+            llm=FakeLLM(),
+            embeddings=fake_embeddings,
+        )
 
 
 def test_open_setting_corpus_is_the_whole_dataset_even_with_a_limit(fake_embeddings):
@@ -128,4 +166,9 @@ def test_open_setting_corpus_is_the_whole_dataset_even_with_a_limit(fake_embeddi
 def test_injection_without_pools_is_refused(tmp_path, fake_embeddings):
     (tmp_path / "q.jsonl").write_text(json.dumps({"id": "1", "question": "Q?", "golden_answers": ["A"]}) + "\n")
     with pytest.raises(CausalRAGError, match="use --inject 0"):
-        run_eval(config(dataset=f"jsonl:{tmp_path / 'q.jsonl'}", setting="open"), tmp_path / "j", llm=FakeLLM(), embeddings=fake_embeddings)
+        run_eval(
+            config(dataset=f"jsonl:{tmp_path / 'q.jsonl'}", setting="open"),
+            tmp_path / "j",
+            llm=FakeLLM(),
+            embeddings=fake_embeddings,
+        )

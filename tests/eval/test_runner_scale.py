@@ -35,8 +35,10 @@ def by_prompt(prompt: str) -> str:
 
 def answers(rows: list[dict]) -> dict[str, tuple]:
     """Each row's answer, evidence, error and model usage (metered per question, whichever thread asked it)."""
-    return {r["key"]: (r["prediction"], [d["id"] for d in r["documents"]], r["error"], r["llm_calls"], r["prompt_tokens"])
-            for r in rows}
+    return {
+        r["key"]: (r["prediction"], [d["id"] for d in r["documents"]], r["error"], r["llm_calls"], r["prompt_tokens"])
+        for r in rows
+    }
 
 
 def test_questions_in_flight_give_the_rows_of_one_at_a_time(tmp_path, fake_embeddings):

@@ -39,7 +39,9 @@ def fake(**overrides) -> FakeLLM:
 
 def run(llm, store, question=QUESTION, **params):
     params.setdefault("judge", "generate")
-    params.setdefault("mechanism", "paper")  # the paper's path for every question; routing: tests/graphs/test_routing.py
+    params.setdefault(
+        "mechanism", "paper"
+    )  # the paper's path for every question; routing: tests/graphs/test_routing.py
     return build_graph("astute", llm=llm, store=store, k=3, **params).invoke({"question": question})
 
 
@@ -63,7 +65,9 @@ def test_later_rounds_see_the_initial_passages_and_the_last_groups(memory_store)
     run(llm, memory_store, iterations=2)
     first, second = [p for p in llm.prompts if "Consolidate the passages" in p]
     assert "Earlier groups" not in first
-    assert "Earlier groups:\nGroup 1 [ext 1, ext 2, int 1]: completed in 1889\nGroup 2 [ext 3]: a blog says 1901" in second
+    assert (
+        "Earlier groups:\nGroup 1 [ext 1, ext 2, int 1]: completed in 1889\nGroup 2 [ext 3]: a blog says 1901" in second
+    )
     assert "[int 1] memory: The Eiffel Tower was finished in 1889" in second
 
 
@@ -145,7 +149,11 @@ def test_shortcut_without_group_answers_uses_the_marked_answer(memory_store):
 
 
 def test_missing_confidence_falls_back_to_source_support(memory_store):
-    state = run(fake(**{"rate from 0 to 10": lambda p: " 1901" if "1901" in last_passages(p) else " 1889"}), memory_store, iterations=1)
+    state = run(
+        fake(**{"rate from 0 to 10": lambda p: " 1901" if "1901" in last_passages(p) else " 1889"}),
+        memory_store,
+        iterations=1,
+    )
     propose = next(e for e in state["trace"] if e["node"] == "propose")
     assert propose["confidence_fallbacks"] == 2 and propose["confidences"] == [0.75, 0.25]
     assert state["answer"] == "1889"
@@ -185,11 +193,24 @@ def test_injected_instructions_do_not_change_control_flow(memory_store):
 
 
 def test_stream_shows_groups_per_round_candidates_and_answer(memory_store):
-    graph = build_graph("astute", llm=fake(), store=memory_store, k=3, iterations=2, judge="generate", mechanism="paper")
-    events = [e for mode, e in graph.stream({"question": QUESTION}, stream_mode=["updates", "custom"]) if mode == "custom"]
+    graph = build_graph(
+        "astute", llm=fake(), store=memory_store, k=3, iterations=2, judge="generate", mechanism="paper"
+    )
+    events = [
+        e for mode, e in graph.stream({"question": QUESTION}, stream_mode=["updates", "custom"]) if mode == "custom"
+    ]
     groups = [e for e in events if e["type"] == "groups"]
-    assert [e["iteration"] for e in groups] == [1, 2] and groups[0]["groups"][0]["sources"] == ["ext 1", "ext 2", "int 1"]
-    assert any(e["type"] == "candidates" for e in events) and events[-1] == {"type": "answer", "stage": "select", "answer": "1889", "chosen": 0}
+    assert [e["iteration"] for e in groups] == [1, 2] and groups[0]["groups"][0]["sources"] == [
+        "ext 1",
+        "ext 2",
+        "int 1",
+    ]
+    assert any(e["type"] == "candidates" for e in events) and events[-1] == {
+        "type": "answer",
+        "stage": "select",
+        "answer": "1889",
+        "chosen": 0,
+    }
     pool = next(e for e in events if e["stage"] == "pool")
     assert pool["labels"] == ["ext 3", "ext 2", "ext 1", "int 1"]
 
@@ -202,7 +223,10 @@ def test_registered_with_paper_defaults_and_empty_question_is_an_error(memory_st
 
 
 def test_echoes_of_the_prompt_example_are_dropped(memory_store):
-    echo = "Group 1 [ext 1, ext 2, int 1]: Oslo is the capital | answer: Oslo | confidence: 9\nFinal: <answer>Oslo</answer>"
+    echo = (
+        "Group 1 [ext 1, ext 2, int 1]: Oslo is the capital | answer: Oslo | confidence: 9\n"
+        "Final: <answer>Oslo</answer>"
+    )
     state = run(fake(**{"After the claim": echo}), memory_store, iterations=1, combined=True)
     last = state["trace"][-1]
     assert last["example_echoes"] == 1 and last["consolidation_fallback"] == 1

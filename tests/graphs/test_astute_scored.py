@@ -21,7 +21,8 @@ def passage_of(prompt: str) -> str:
 
 
 def reader(memory: str = "The Eiffel Tower was completed in 1889.") -> FakeLLM:
-    """Writes the completion year its passage states; scores an option by whether the passage states it for this question."""
+    """Writes the completion year its passage states; scores an option by whether the passage states it for this
+    question."""
 
     def write(prompt: str) -> str:
         stated = re.search(r"completed in (?:\w+ )?(1[89]\d\d)", passage_of(prompt))
@@ -65,7 +66,11 @@ def test_rounds_stop_once_no_source_moves(memory_store):
 def test_no_free_text_judgment_is_parsed(memory_store):
     llm = reader()
     run(llm, memory_store, iterations=2)
-    asked = [p for p in llm.prompts if "Consolidate the passages" in p or "rate from 0 to 10" in p or "Each group of sources" in p]
+    asked = [
+        p
+        for p in llm.prompts
+        if "Consolidate the passages" in p or "rate from 0 to 10" in p or "Each group of sources" in p
+    ]
     assert asked == [] and llm.choices  # every judgment was a scored choice
 
 

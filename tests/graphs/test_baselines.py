@@ -78,6 +78,21 @@ def test_invoke_context_dataclass_merges_the_fields_it_names(memory_store, no_de
     assert len(state["documents"]) == 1 and {d.metadata["retrieval"] for d in state["documents"]} == {"dense"}
 
 
+def test_no_node_writes_the_default_model_or_store_into_a_context(memory_store, monkeypatch):
+    """The defaults are looked up, not stored: the caller's context and the bound one stay as they were."""
+    llm = FakeLLM(default=" Paris")
+    monkeypatch.setattr("causalrag.tools.llm.default_llm", lambda: llm)
+    monkeypatch.setattr("causalrag.corpus.default_store", lambda collection: memory_store)
+    graph = build_graph("standard_rag", k=1)
+    given = RAGContext(k=2)
+    assert graph.invoke({"question": "Eiffel Tower"}, context=given)["answer"] == "Paris"
+    assert graph.invoke({"question": "Eiffel Tower"})["answer"] == "Paris"
+    bound = graph.config["configurable"]["causalrag_context"]
+    assert (given.llm, given.store, given.named()) == (None, None, {"k"})
+    assert (bound.llm, bound.store) == (None, None)
+    assert len(llm.prompts) == 2
+
+
 def test_context_names_its_constructor_arguments_and_assignments():
     ctx = RAGContext(k=3, llm=None)
     assert ctx.named() == {"k", "llm"}
@@ -86,7 +101,7 @@ def test_context_names_its_constructor_arguments_and_assignments():
     base = make_context("standard_rag", k=1, retrieval="bm25", collection="books")
     merged = ctx.over(base)
     assert (merged.k, merged.max_new_tokens, merged.retrieval, merged.collection) == (3, 8, "bm25", "books")
-    assert ctx.over(base) is merged  # one object per run, so every node resolves the default model once
+    assert ctx.over(base) is merged  # one object per run, so every node sees the same context
     ctx.k = 4
     assert ctx.over(base).k == 4  # an assignment is seen by the next run
     with pytest.raises(UnknownParameterError, match="has no parameter 'kk'"):

@@ -24,6 +24,8 @@ def test_standard_rag_answers_most_demo_questions(real_llm, demo_store):
 
 
 def test_no_rag_runs_closed_book(real_llm, demo_store):
-    state = build_graph("no_rag", llm=real_llm, store=demo_store).invoke({"question": "Who wrote the novel Pride and Prejudice?"})
+    state = build_graph("no_rag", llm=real_llm, store=demo_store).invoke(
+        {"question": "Who wrote the novel Pride and Prejudice?"}
+    )
     assert state["documents"] == [] and state["answer"]
     assert state["trace"][0]["llm_calls"] == 1

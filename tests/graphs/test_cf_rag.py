@@ -56,7 +56,11 @@ def run(llm, store, question=QUESTION, **params):
     graph = build_graph("cf_rag", llm=llm, store=store, **params)
     events = list(graph.stream({"question": question}, stream_mode=["updates", "custom", "values"]))
     final = [e for mode, e in events if mode == "values"][-1]
-    return final, [e for mode, e in events if mode == "custom"], [next(iter(u)) for mode, u in events if mode == "updates"]
+    return (
+        final,
+        [e for mode, e in events if mode == "custom"],
+        [next(iter(u)) for mode, u in events if mode == "updates"],
+    )
 
 
 def test_validation_drops_repeats_and_same_answer_rewrites(memory_store):

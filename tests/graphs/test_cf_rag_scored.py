@@ -4,7 +4,6 @@ Counterfactual queries are edits chosen by score (never generated), hypotheses a
 choices among answers the passages give, and Mention(a, e) is a scored support.
 """
 
-import re
 
 from causalrag.graphs.registry import build_graph
 from causalrag.nodes.cf_rag_edits import edits_by_type, scope_edits, temporal_edits
@@ -28,7 +27,11 @@ def reader() -> FakeLLM:
 
     def write(prompt: str) -> str:
         named = [a for a in ACTORS if a in passages(prompt)]
-        for film, actor in (("The Dark Knight", "Heath Ledger"), ("Batman", "Jack Nicholson"), ("Suicide Squad", "Jared Leto")):
+        for film, actor in (
+            ("The Dark Knight", "Heath Ledger"),
+            ("Batman", "Jack Nicholson"),
+            ("Suicide Squad", "Jared Leto"),
+        ):
             if film in asked(prompt) and actor in named:
                 return f" {actor}"
         return f" {named[0]}" if named else " unknown"
@@ -37,7 +40,9 @@ def reader() -> FakeLLM:
         if prompt.endswith("Rewrite:"):
             return 0.0 if "Joker" in option else -1.0
         stated = option in passages(prompt) and "Question: N/A" not in prompt
-        return (0.0 if stated else -3.0) + (0.5 if option == "Heath Ledger" and "The Dark Knight" in asked(prompt) else 0.0)
+        return (0.0 if stated else -3.0) + (
+            0.5 if option == "Heath Ledger" and "The Dark Knight" in asked(prompt) else 0.0
+        )
 
     return FakeLLM(default=write, option=option)
 
@@ -51,7 +56,10 @@ def test_edits_change_one_thing_each_and_only_where_a_type_applies():
     edits = edits_by_type(QUESTION, {"The Dark Knight": ["Batman Begins"], "Joker": ["Bane"]})
     assert edits["entity"] == ["Who played the Joker in Batman Begins?", "Who played the Bane in The Dark Knight?"]
     assert edits["role"][0] == "Who voiced the Joker in The Dark Knight?"
-    assert edits["categorical"] == ["Which company played the Joker in The Dark Knight?", "Which country played the Joker in The Dark Knight?"]
+    assert edits["categorical"] == [
+        "Which company played the Joker in The Dark Knight?",
+        "Which country played the Joker in The Dark Knight?",
+    ]
     assert scope_edits(QUESTION) == ["Who played the Joker?"]
     assert "temporal" not in edits and temporal_edits("Who won the Tour in 1998?")[0] == "Who won the Tour in 1988?"
 
@@ -67,7 +75,10 @@ def test_counterfactuals_are_scored_edits_that_pass_eq2(memory_store):
     passed = [r for r in rows if r["verdict"] is None]
     assert passed and all(r["query"] != QUESTION and r["similarity"] > 0.7 for r in passed)
     explore = state["trace"][1]
-    assert explore["node"] == "explore_counterfactuals" and explore["selected"] == sum(bool(r.get("selected")) for r in rows) >= 1
+    assert (
+        explore["node"] == "explore_counterfactuals"
+        and explore["selected"] == sum(bool(r.get("selected")) for r in rows) >= 1
+    )
 
 
 def test_hypotheses_and_synthesis_choose_among_the_pools_answers(memory_store):

@@ -101,7 +101,9 @@ def test_no_candidates_and_bad_scores_do_not_crash(memory_store):
 
 def test_injected_passage_text_is_scored_not_obeyed(memory_store):
     llm = FakeLLM(logprob=canberra_lp)
-    state = graph(llm, memory_store, n_candidates=20, k=2).invoke({"question": "In which city is the Colosseum located?"})
+    state = graph(llm, memory_store, n_candidates=20, k=2).invoke(
+        {"question": "In which city is the Colosseum located?"}
+    )
     assert [e["node"] for e in state["trace"]] == ["retrieve_candidates", "rerank_cis", "answer"]
 
 

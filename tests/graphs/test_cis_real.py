@@ -13,10 +13,18 @@ QUESTION = "When was the author of Hamlet born?"
 # make the collection large enough that words in two passages of six carry a positive idf (BM25Okapi's
 # idf of a word in more than half the passages is negative, and such a word adds nothing).
 PASSAGES = [
-    Passage("William Shakespeare", "William Shakespeare, the English playwright, was born in 1564 in Stratford-upon-Avon."),
-    Passage("Prince Hamlet",
-            "Prince Hamlet, the hero of Hamlet, was born when the author of the tale set it, the old king of Denmark's son."),
-    Passage("Hamlet (play)", "Hamlet is a tragedy. When was Hamlet written? The author of Hamlet wrote it around 1600."),
+    Passage(
+        "William Shakespeare",
+        "William Shakespeare, the English playwright, was born in 1564 in Stratford-upon-Avon.",
+    ),
+    Passage(
+        "Prince Hamlet",
+        "Prince Hamlet, the hero of Hamlet, was born when the author of the tale set it, "
+        "the old king of Denmark's son.",
+    ),
+    Passage(
+        "Hamlet (play)", "Hamlet is a tragedy. When was Hamlet written? The author of Hamlet wrote it around 1600."
+    ),
     Passage("Sourdough", "Sourdough bread rises with wild yeast and lactic bacteria kept in a starter."),
     Passage("Mount Kilimanjaro", "Kilimanjaro, a dormant volcano in Tanzania, is Africa's highest mountain."),
     Passage("Jupiter", "Jupiter is the largest planet in the Solar System, a gas giant with dozens of moons."),

@@ -22,7 +22,11 @@ FACTS = [
     Passage("France", "France is a country in Western Europe; its capital is Paris."),
     Passage("Lyon", "Lyon is the third-largest city of France."),
 ]
-RUNS = [(m, judge) for m in causalrag.METHODS for judge in (("score", "generate") if "judge" in causalrag.METHODS[m].parameters() else (None,))]
+RUNS = [
+    (m, judge)
+    for m in causalrag.METHODS
+    for judge in (("score", "generate") if "judge" in causalrag.METHODS[m].parameters() else (None,))
+]
 
 
 @pytest.fixture(scope="module")
@@ -40,12 +44,15 @@ def paris_llm() -> FakeLLM:
 
 
 ROUTED = {"astute", "cf_rag", "retro"}
-"""Methods that assess the evidence first; these tests follow the paper's path (routing: tests/graphs/test_routing.py)."""
+"""Methods that assess the evidence first; these tests follow the paper's path (routing:
+tests/graphs/test_routing.py)."""
 
 
 def graph_of(method: str, judge: str | None, store):
     params = {**causalrag.METHODS[method].cpu_params, **({"judge": judge} if judge else {})}
-    return build_graph(method, llm=paris_llm(), store=store, **params, **({"mechanism": "paper"} if method in ROUTED else {}))
+    return build_graph(
+        method, llm=paris_llm(), store=store, **params, **({"mechanism": "paper"} if method in ROUTED else {})
+    )
 
 
 def split(events) -> tuple[dict, dict[str, str], list[dict], dict]:
@@ -69,7 +76,9 @@ def split(events) -> tuple[dict, dict[str, str], list[dict], dict]:
 @pytest.mark.parametrize(("method", "judge"), RUNS, ids=[f"{m}-{j}" if j else m for m, j in RUNS])
 def test_every_method_streams_its_answer_as_message_chunks(method, judge, store):
     graph = graph_of(method, judge, store)
-    final, texts, custom, meta = split(graph.stream({"question": QUESTION}, stream_mode=["messages", "custom", "values"]))
+    final, texts, custom, meta = split(
+        graph.stream({"question": QUESTION}, stream_mode=["messages", "custom", "values"])
+    )
     answer = final["answer"]
     assert answer and "Paris" in answer
     answered = [e for e in custom if e["type"] == "answer"]
@@ -100,7 +109,10 @@ def test_messages_stream_under_astream_too(store):
     graph = graph_of("moi", None, store)
 
     async def collect():
-        return [(mode, event) async for mode, event in graph.astream({"question": QUESTION}, stream_mode=["messages", "values"])]
+        return [
+            (mode, event)
+            async for mode, event in graph.astream({"question": QUESTION}, stream_mode=["messages", "values"])
+        ]
 
     final, texts, _, meta = split(asyncio.run(collect()))
     assert final["answer"] in "".join(texts.values()) and all(m["langgraph_node"] in texts for m in meta.values())

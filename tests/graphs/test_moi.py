@@ -26,7 +26,7 @@ def saliency(prefix: str, continuation: str) -> float:
     (primacy, as the paper's Fig. 6); every passage adds a little; no passages → -20."""
     lines = passage_lines(prefix)
     bias = [(len(lines) - i) / len(lines) for i in range(len(lines))]
-    return -20.0 + sum(b * (3.0 if "Canberra:" in line else 0.2) for b, line in zip(bias, lines))
+    return -20.0 + sum(b * (3.0 if "Canberra:" in line else 0.2) for b, line in zip(bias, lines, strict=True))
 
 
 def run(llm, store, **params):
@@ -40,7 +40,7 @@ def titles(docs):
 def test_moi_scores_permutations_in_one_batch_and_answers_in_utility_order(memory_store):
     llm = FakeLLM(default=" Canberra", logprob=saliency)
     state = run(llm, memory_store, candidates=5, k=3)
-    assert [e["node"] for e in state["trace"]] == ["retrieve", "permute", "score", "solve", "answer"]
+    assert [e["node"] for e in state["trace"]] == ["retrieve_candidates", "permute", "score", "solve", "answer"]
     permute, score, solve = state["trace"][1:4]
     assert permute["permutations"] == 10 and permute["positions"] == 5  # |S| = 2n, unpruned
     assert score["llm_calls"] == 11 and score["forward_passes"] == 1  # 10 orders + log p(q), one call
@@ -79,13 +79,13 @@ def test_bayes_saliency_baseline_scores_each_passage_alone(memory_store):
     scored = [p for p, _ in llm.scored if "(none)" not in p]
     assert len(scored) == 5 and all(len(passage_lines(p)) == 1 for p in scored)
     assert state["position_weights"] == [1.0] and titles(state["documents"])[0] == "Canberra"
-    assert [e["node"] for e in state["trace"]] == ["retrieve", "permute", "score", "solve", "answer"]
+    assert [e["node"] for e in state["trace"]] == ["retrieve_candidates", "permute", "score", "solve", "answer"]
 
 
 def test_random_baseline_shuffles_without_scoring(memory_store):
     llm = FakeLLM(default=" Canberra", logprob=saliency)
     state = run(llm, memory_store, variant="random", candidates=5, seed=1)
-    assert [e["node"] for e in state["trace"]] == ["retrieve", "shuffle", "answer"]
+    assert [e["node"] for e in state["trace"]] == ["retrieve_candidates", "shuffle", "answer"]
     assert llm.scored == [] and sorted(state["trace"][1]["ranking"]) == list(range(5))
     other = run(FakeLLM(logprob=saliency), memory_store, variant="random", candidates=5, seed=2)
     assert state["ranking"] != other["ranking"] and sorted(state["ranking"]) == sorted(other["ranking"])
@@ -95,7 +95,7 @@ def test_self_consistency_votes_over_one_batched_generate(memory_store):
     replies = {"[1] Sydney:": " Sydney", "[1] Canberra:": " Canberra"}  # answer = passage read first
     llm = FakeLLM(replies, default=" Canberra.")
     state = run(llm, memory_store, variant="self_consistency", sc_permutations=6, candidates=5)
-    assert [e["node"] for e in state["trace"]] == ["retrieve", "permute", "vote"]
+    assert [e["node"] for e in state["trace"]] == ["retrieve_candidates", "permute", "vote"]
     vote = state["trace"][2]
     assert vote["llm_calls"] == 6 and vote["forward_passes"] == 1  # one batched generate
     said = ["Sydney" if "[1] Sydney:" in p else "Canberra" for p in llm.prompts]  # what the fake replied
@@ -106,17 +106,27 @@ def test_self_consistency_votes_over_one_batched_generate(memory_store):
 
 def test_self_consistency_with_only_empty_answers_falls_back_to_empty(memory_store):
     state = run(FakeLLM(default="\n\n"), memory_store, variant="self_consistency", sc_permutations=3)
-    assert state["answer"] == "" and state["trace"][2]["vote_fallbacks"] == 1 and state["trace"][2]["empty_answers"] == 3
+    assert (
+        state["answer"] == "" and state["trace"][2]["vote_fallbacks"] == 1 and state["trace"][2]["empty_answers"] == 3
+    )
 
 
 def test_stream_shows_permutations_scores_weights_and_utilities(memory_store):
-    graph = build_graph("moi", llm=FakeLLM(default=" Canberra", logprob=saliency), store=memory_store, candidates=4, k=4)
+    graph = build_graph(
+        "moi", llm=FakeLLM(default=" Canberra", logprob=saliency), store=memory_store, candidates=4, k=4
+    )
     events = list(graph.stream({"question": QUESTION}, stream_mode=["updates", "custom"]))
     custom = {e["type"]: e for mode, e in events if mode == "custom"}
     assert {"evidence", "permutations", "scores", "position_weights", "utilities", "token", "answer"} <= set(custom)
     assert len(custom["permutations"]["permutations"]) == 8 and len(custom["scores"]["saliency"]) == 8
     assert custom["utilities"]["utilities"][0]["title"] == "Canberra"
-    assert [next(iter(u)) for mode, u in events if mode == "updates"] == ["retrieve", "permute", "score", "solve", "answer"]
+    assert [next(iter(u)) for mode, u in events if mode == "updates"] == [
+        "retrieve_candidates",
+        "permute",
+        "score",
+        "solve",
+        "answer",
+    ]
 
 
 def test_rerank_moi_is_a_drop_in_node(memory_store):

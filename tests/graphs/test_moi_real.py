@@ -15,7 +15,7 @@ def test_moi_ranks_every_candidate_and_answers(real_llm, demo_store):
     # n = 4 passages, |S| = 2n = 8 sampled orders: 9 scored sequences (with log p(q)) in one call
     state = build_graph("moi", llm=real_llm, store=demo_store, candidates=4, k=4).invoke({"question": QUESTION})
     trace = {e["node"]: e for e in state["trace"]}
-    assert list(trace) == ["retrieve", "permute", "score", "solve", "answer"]
+    assert list(trace) == ["retrieve_candidates", "permute", "score", "solve", "answer"]
     assert len(state["ranking"]) == len(set(state["ranking"])) == 4
     assert set(state["ranking"]) == {d.id for d in state["documents"]}
     assert trace["score"]["llm_calls"] == 9 and trace["score"]["prompt_tokens"] > 400

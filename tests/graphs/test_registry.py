@@ -1,4 +1,5 @@
-"""The registry: every method's CPU-sized knobs are real parameters of that method."""
+"""The registry: every method's CPU-sized knobs are real parameters of that method, and its nodes are named
+after their functions."""
 
 import pytest
 
@@ -17,3 +18,12 @@ def test_cpu_params_are_parameters_of_the_method(name):
 def test_a_misspelled_parameter_is_refused():
     with pytest.raises(UnknownParameterError):
         make_context("cis", n_candidate=3)
+
+
+@pytest.mark.parametrize("name", list(causalrag.METHODS))
+def test_every_node_is_named_after_its_function(name):
+    """A trace, a stream and Studio name a node as its graph does: the same name as the function a reader looks for."""
+    nodes = causalrag.METHODS[name].build().nodes
+    functions = {node: getattr(spec.runnable, "func", None) for node, spec in nodes.items()}
+    assert all(functions.values())
+    assert {node: f.__name__ for node, f in functions.items() if f.__name__ != node} == {}

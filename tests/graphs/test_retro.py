@@ -39,7 +39,12 @@ def run(llm, store, question=BRIDGE, **params):
 
 def test_registered_with_paper_defaults():
     params = causalrag.METHODS["retro"].parameters()
-    assert (params["max_iterations"], params["evidence_size"], params["threshold"], params["retrieval"]) == (5, 5, 0.7, "dense")
+    assert (params["max_iterations"], params["evidence_size"], params["threshold"], params["retrieval"]) == (
+        5,
+        5,
+        0.7,
+        "dense",
+    )
     assert params["gate_threshold"] == 0.5 and params["sc_temperature"] == 1.0
 
 
@@ -105,7 +110,9 @@ def test_without_collation_evidence_is_only_appended():
 
 
 def test_discovery_gates_keep_only_items_passing_both(memory_store):
-    llm = consistent_llm(**{"Write short facts": " Bonn lies on the Rhine.\n- Mozart worked in Vienna.\n- Bonn has a zoo."})
+    llm = consistent_llm(
+        **{"Write short facts": " Bonn lies on the Rhine.\n- Mozart worked in Vienna.\n- Bonn has a zoo."}
+    )
     # QR: yes for Rhine and zoo; RA: yes for Rhine and Mozart → only the Rhine fact passes both
     llm._yes = yes_by({
         f"New fact: {CONTENT_FREE}": 0.5, f"Claim: {CONTENT_FREE}": 0.5, f"Answer A: {CONTENT_FREE}": 0.5,
@@ -163,11 +170,27 @@ def test_requery_adding_nothing_to_the_question_falls_back(memory_store):
 
 
 def test_stream_shows_every_stage(memory_store):
-    graph = build_graph("retro", llm=consistent_llm(sc_answer=" Danube"), store=memory_store, max_iterations=2, judge="generate", mechanism="paper")
-    events = [e for mode, e in graph.stream({"question": BRIDGE}, stream_mode=["updates", "custom"]) if mode == "custom"]
+    graph = build_graph(
+        "retro",
+        llm=consistent_llm(sc_answer=" Danube"),
+        store=memory_store,
+        max_iterations=2,
+        judge="generate",
+        mechanism="paper",
+    )
+    events = [
+        e for mode, e in graph.stream({"question": BRIDGE}, stream_mode=["updates", "custom"]) if mode == "custom"
+    ]
     kinds = [(e["type"], e["stage"]) for e in events]
-    for kind in [("evidence", "collate"), ("inferences", "discover"), ("token", "answer_from_evidence"), ("answer", "answer_from_evidence"),
-                 ("score", "check"), ("query", "requery"), ("answer", "final")]:
+    for kind in [
+        ("evidence", "collate"),
+        ("inferences", "discover"),
+        ("token", "answer_from_evidence"),
+        ("answer", "answer_from_evidence"),
+        ("score", "check"),
+        ("query", "requery"),
+        ("answer", "final"),
+    ]:
         assert kind in kinds
     assert kinds.count(("evidence", "collate")) == 2
 

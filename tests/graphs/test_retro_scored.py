@@ -36,7 +36,9 @@ def reader(confidence: float = 3.0, facts: str = " Beethoven was born in Bonn.\n
             return -2.0
         return {"Rhine": 0.0, "Danube": -confidence}.get(option, -4.0)
 
-    return FakeLLM({"Search query:": " Bonn river", "Write short facts": facts, "Answer the question": write}, option=option)
+    return FakeLLM(
+        {"Search query:": " Bonn river", "Write short facts": facts, "Answer the question": write}, option=option
+    )
 
 
 def run(llm, store, **params):
@@ -80,15 +82,29 @@ def test_gates_keep_stated_relevant_inferences_and_drop_invented_ones():
 
 
 def test_nothing_retrieved_the_written_answer_is_the_only_candidate_and_nothing_at_all_is_counted():
-    empty = FakeLLM({"Search query:": " x", "Write short facts": " nothing", "Answer the question": " Bonn"}, option=lambda p, o: -1.0)
+    empty = FakeLLM(
+        {"Search query:": " x", "Write short facts": " nothing", "Answer the question": " Bonn"},
+        option=lambda p, o: -1.0,
+    )
 
     class Nothing:
         def retrieve(self, *args, **kwargs):
             return []
 
-    state = build_graph("retro", llm=empty, store=Nothing(), judge="score", max_iterations=1, mechanism="paper").invoke({"question": BRIDGE})
+    state = build_graph("retro", llm=empty, store=Nothing(), judge="score", max_iterations=1, mechanism="paper").invoke(
+        {"question": BRIDGE}
+    )
     answer = next(e for e in state["trace"] if e["node"] == "answer_from_evidence")
-    assert answer["no_candidate_fallbacks"] == 0 and answer["choice"]["options"] == ["Bonn"] and state["answer"] == "Bonn"
-    silent = FakeLLM({"Search query:": " x", "Write short facts": " nothing", "Answer the question": " "}, option=lambda p, o: -1.0)
-    state = build_graph("retro", llm=silent, store=Nothing(), judge="score", max_iterations=1, mechanism="paper").invoke({"question": BRIDGE})
-    assert next(e for e in state["trace"] if e["node"] == "answer_from_evidence")["no_candidate_fallbacks"] == 1 and state["answer"] == ""
+    assert (
+        answer["no_candidate_fallbacks"] == 0 and answer["choice"]["options"] == ["Bonn"] and state["answer"] == "Bonn"
+    )
+    silent = FakeLLM(
+        {"Search query:": " x", "Write short facts": " nothing", "Answer the question": " "}, option=lambda p, o: -1.0
+    )
+    state = build_graph(
+        "retro", llm=silent, store=Nothing(), judge="score", max_iterations=1, mechanism="paper"
+    ).invoke({"question": BRIDGE})
+    assert (
+        next(e for e in state["trace"] if e["node"] == "answer_from_evidence")["no_candidate_fallbacks"] == 1
+        and state["answer"] == ""
+    )

@@ -90,7 +90,13 @@ CTX = RoutedContext()
         ([], "Tartu", "Oslo", -3.0, ("unanswered", "keep", None)),  # a bridge: no passage answers alone
         (groups(("Sydney", 3)), "Sydney", "Canberra", -0.2, ("contradicted", "knowledge", "Canberra")),
         (groups(("Sydney", 3), ("Canberra", 2)), "Sydney", "canberra", -0.8, ("contradicted", "knowledge", "Canberra")),
-        (groups(("Sydney", 3), ("Canberra", 2)), "Sydney", "Canberra", -2.0, ("conflict", "vote", None)),  # not sure enough
+        (
+            groups(("Sydney", 3), ("Canberra", 2)),
+            "Sydney",
+            "Canberra",
+            -2.0,
+            ("conflict", "vote", None),
+        ),  # not sure enough
         (groups(("Sydney", 1), ("Canberra", 1), ("Perth", 1)), "Canberra", "", -9.0, ("scattered", "keep", None)),
         (groups(("Sydney", 2), ("Canberra", 2)), "Canberra", "", -9.0, ("scattered", "keep", None)),  # no plurality
         (groups(("Sydney", 3)), "Sydney", "Canberra", -0.8, ("agree", "keep", None)),  # alone against all: needs −0.5
@@ -133,7 +139,11 @@ def test_a_sure_model_overrules_passages_that_agree_on_something_else(method):
     store = store_of("Sydney", "Sydney", "Sydney")
     state = run(method, reader(standard="Sydney", closed="Canberra", sure=-0.2), store)
     assessment = state["assessment"]
-    assert (assessment["shape"], assessment["route"], assessment["believed"]) == ("contradicted", "knowledge", "Canberra")
+    assert (assessment["shape"], assessment["route"], assessment["believed"]) == (
+        "contradicted",
+        "knowledge",
+        "Canberra",
+    )
     assert nodes(state)[-1] == "trust_knowledge" and MECHANISM[method] not in nodes(state)
     assert state["answer"] == "Canberra"
 
@@ -152,7 +162,9 @@ def test_the_papers_path_skips_the_assessment(method):
     state = run(method, llm, store, mechanism="paper")
     assert "answer" not in nodes(state)[:2] and "assess" not in nodes(state)
     assert MECHANISM[method] in nodes(state)
-    assert not any(not passage_block(p) for p in llm.prompts if p.rstrip().endswith(f"{QUESTION}\nAnswer:"))  # no closed-book reading
+    assert not any(
+        not passage_block(p) for p in llm.prompts if p.rstrip().endswith(f"{QUESTION}\nAnswer:")
+    )  # no closed-book reading
 
 
 @pytest.mark.parametrize(("mechanism", "last"), [("keep", "assess"), ("knowledge", "trust_knowledge")])

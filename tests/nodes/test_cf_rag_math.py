@@ -101,7 +101,7 @@ def test_specificity_mentions_and_agreement():
 def test_info_score_terms():
     assert cm.answer_divergence("Heath Ledger", "Heath Ledger") == 0.0
     assert cm.answer_divergence("Heath Ledger", "Jack Nicholson") == 1.0
-    assert cm.domain_relevance("Who played the Joker in The Dark Knight?", "Who directed The Dark Knight?") == pytest.approx(
-        2 / 4
-    )
+    assert cm.domain_relevance(
+        "Who played the Joker in The Dark Knight?", "Who directed The Dark Knight?"
+    ) == pytest.approx(2 / 4)
     assert cm.info_score(0.8, 1.0, 0.5, 1 / 3, 1 / 3, 1 / 3) == pytest.approx((0.2 + 1.0 + 0.5) / 3)

@@ -4,12 +4,24 @@ import math
 
 from langchain_core.documents import Document
 
-from causalrag.nodes.evidence import Reading, group_readings, query_relevance, read_each, reading_options, support_matrix
+from causalrag.nodes.evidence import (
+    Reading,
+    group_readings,
+    query_relevance,
+    read_each,
+    reading_options,
+    support_matrix,
+)
 from causalrag.prompts.common import answer_prompt
 from tests.fakes import FakeLLM
 
-CAST = Document(page_content="The Dark Knight stars Christian Bale as Batman and Heath Ledger as the Joker.", metadata={"title": "The Dark Knight (cast)"})
-BATMAN = Document(page_content="Jack Nicholson played the Joker in Batman (1989).", metadata={"title": "Batman (1989 film)"})
+CAST = Document(
+    page_content="The Dark Knight stars Christian Bale as Batman and Heath Ledger as the Joker.",
+    metadata={"title": "The Dark Knight (cast)"},
+)
+BATMAN = Document(
+    page_content="Jack Nicholson played the Joker in Batman (1989).", metadata={"title": "Batman (1989 film)"}
+)
 NOTHING = Document(page_content="it rained all week and nobody came.", metadata={})
 
 
@@ -33,7 +45,11 @@ def joker_llm() -> FakeLLM:
         about_question = "Question: N/A" not in prompt
         return 1.0 if about_question and ("Christian Bale" in prompt or "Jack Nicholson" in prompt) else 0.0
 
-    return FakeLLM({"Heath Ledger as the Joker": "Heath Ledger", "Jack Nicholson played": "Michael Keaton"}, default="Jared Leto", option=option)
+    return FakeLLM(
+        {"Heath Ledger as the Joker": "Heath Ledger", "Jack Nicholson played": "Michael Keaton"},
+        default="Jared Leto",
+        option=option,
+    )
 
 
 def test_each_passage_is_read_alone_grounded_and_gated_by_relevance():
@@ -44,21 +60,36 @@ def test_each_passage_is_read_alone_grounded_and_gated_by_relevance():
     assert batman.how == "spans" and batman.answer in ("Jack Nicholson", "Batman") and batman.votes
     assert nothing.answer is None and not nothing.votes  # nothing to say
     # the injected note states its answer whatever is asked: the question does not raise it, no vote
-    assert (injected.answer, injected.how) == ("Jared Leto", "written") and injected.relevance <= 0 and not injected.votes
+    assert (
+        (injected.answer, injected.how) == ("Jared Leto", "written") and injected.relevance <= 0 and not injected.votes
+    )
 
 
 def test_a_question_with_its_own_options_is_a_choice_among_them():
-    llm = FakeLLM(option=lambda prompt, option: (1.0 if option == "no" else 0.0) if "Question: N/A" not in prompt else 0.5)
+    llm = FakeLLM(
+        option=lambda prompt, option: (1.0 if option == "no" else 0.0) if "Question: N/A" not in prompt else 0.5
+    )
     readings = read_each(llm, "Is Batman (1989) older than The Dark Knight?", [CAST, BATMAN])
-    assert [(r.answer, r.how) for r in readings] == [("no", "options"), ("no", "options")] and all(r.votes for r in readings)
+    assert [(r.answer, r.how) for r in readings] == [("no", "options"), ("no", "options")] and all(
+        r.votes for r in readings
+    )
 
 
 def test_groups_merge_agreeing_spellings_and_rank_by_support():
     relevant = lambda answer: Reading(answer, relevance=0.5)  # noqa: E731
-    readings = [relevant("Ledger"), relevant("Jack Nicholson"), relevant("Heath Ledger"), Reading(None), relevant("heath ledger"),
-                Reading("Jared Leto", relevance=-0.2)]
+    readings = [
+        relevant("Ledger"),
+        relevant("Jack Nicholson"),
+        relevant("Heath Ledger"),
+        Reading(None),
+        relevant("heath ledger"),
+        Reading("Jared Leto", relevance=-0.2),
+    ]
     groups = group_readings(readings, ["ext 1", "ext 2", "ext 3", "ext 4", "int 1", "ext 5"])
-    assert [(g.answer, g.sources) for g in groups] == [("Heath Ledger", ["ext 1", "ext 3", "int 1"]), ("Jack Nicholson", ["ext 2"])]
+    assert [(g.answer, g.sources) for g in groups] == [
+        ("Heath Ledger", ["ext 1", "ext 3", "int 1"]),
+        ("Jack Nicholson", ["ext 2"]),
+    ]
     assert groups[0].members == [0, 2, 4]
 
 
@@ -81,7 +112,7 @@ def test_query_relevance_scores_the_query_as_the_question_asked_of_each_passage_
     rel = query_relevance(llm, [CAST, BATMAN], queries)
     assert rel.shape == (2, 2) and llm.usage.calls == 6
     prefixes = [p for p, _ in llm.scored]
-    for doc, prefix in zip([CAST, CAST, BATMAN, BATMAN], prefixes):
+    for doc, prefix in zip([CAST, CAST, BATMAN, BATMAN], prefixes[:4], strict=True):  # then the baselines
         assert answer_prompt(queries[0], [doc]).startswith(prefix) and prefix.endswith("Question:")
     assert "(none)" in prefixes[-1] and all(c.startswith(" Who played") for _, c in llm.scored)
     gain = 2.0 / len(queries[0].split())  # mean per-word log-prob over the baseline's

@@ -86,7 +86,9 @@ def test_proposal_and_final_marker():
 def test_echoes_of_the_worked_example():
     films = "Ed Wood was an American filmmaker."
     assert echoes_example({"claim": "a cruise site says Bergen is the capital of Norway."}, films)
-    assert echoes_example({"claim": "Oslo is the capital", "answer": "Oslo"}, "Oslo is in Norway.")  # the example's own claim
+    assert echoes_example(
+        {"claim": "Oslo is the capital", "answer": "Oslo"}, "Oslo is in Norway."
+    )  # the example's own claim
     assert echoes_example({"claim": "born in the US", "answer": "Oslo"}, films)
     assert not echoes_example({"claim": "the capital is Oslo", "answer": "Oslo"}, "Oslo is the capital of Norway.")
     assert not echoes_example({"claim": "an American filmmaker", "answer": "American"}, films)

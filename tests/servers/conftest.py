@@ -32,7 +32,9 @@ def free_port() -> int:
 
 
 @contextmanager
-def server(command: list[str], ready: Callable[[], bool], *, name: str, timeout: float = 120, **popen) -> Iterator[subprocess.Popen]:
+def server(
+    command: list[str], ready: Callable[[], bool], *, name: str, timeout: float = 120, **popen
+) -> Iterator[subprocess.Popen]:
     """Start ``command``, wait until ``ready()`` (or fail with the server's own output), stop it at the end."""
     log = open(popen.pop("log"), "w+") if "log" in popen else subprocess.DEVNULL  # noqa: SIM115 - closed below
     proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, **popen)
@@ -49,7 +51,9 @@ def server(command: list[str], ready: Callable[[], bool], *, name: str, timeout:
                 if log is not subprocess.DEVNULL:
                     log.seek(0)
                     said = log.read()[-3000:]
-                raise RuntimeError(f"{name} did not start ({'exited' if proc.poll() is not None else 'timeout'}): {said}")
+                raise RuntimeError(
+                    f"{name} did not start ({'exited' if proc.poll() is not None else 'timeout'}): {said}"
+                )
             time.sleep(0.3)
         yield proc
     finally:
@@ -88,7 +92,7 @@ def chroma_server(tmp_path_factory) -> Iterator[str]:
         yield url
 
 
-# --------------------------------------------------------------------------- llama-cpp-python's OpenAI-compatible server
+# ------------------------------------------------------------- llama-cpp-python's OpenAI-compatible server
 HAS_LLAMA_SERVER = all(importlib.util.find_spec(m) is not None for m in ("llama_cpp", "fastapi", "sse_starlette"))
 
 
@@ -101,11 +105,27 @@ def llama_server(tmp_path_factory) -> Iterator[str]:
 
     port = free_port()
     url = f"http://127.0.0.1:{port}/v1"
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(bundled_gguf()), "--host", "127.0.0.1", "--port", str(port),
-               "--n_ctx", "2048", "--n_threads", "2", "--verbose", "false",
-               # generation only: --logits_all (echo scoring, tests/tools/test_backends.py) makes long prompts ~10x slower;
-               # by default a new request cuts a running stream short, and these tests send several at once
-               "--interrupt_requests", "false"]
+    command = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(bundled_gguf()),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        "2048",
+        "--n_threads",
+        "2",
+        "--verbose",
+        "false",
+        # generation only: --logits_all (echo scoring, tests/tools/test_backends.py) makes long prompts ~10x slower;
+        # by default a new request cuts a running stream short, and these tests send several at once
+        "--interrupt_requests",
+        "false",
+    ]
     log = tmp_path_factory.mktemp("llama-server") / "log.txt"
     with server(command, lambda: answers(f"{url}/models"), name="llama_cpp.server", log=log):
         yield url
@@ -139,7 +159,11 @@ def auth_proxy(upstream: str, token: str = TOKEN) -> Iterator[tuple[str, list[st
                 self._reply(401, b'{"error":"Unauthorized","message":"a bearer token is required"}', "application/json")
                 return
             seen.append(self.path)
-            headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "authorization", "content-length", "connection")}
+            headers = {
+                k: v
+                for k, v in self.headers.items()
+                if k.lower() not in ("host", "authorization", "content-length", "connection")
+            }
             reply = httpx.request(self.command, upstream + self.path, content=body, headers=headers, timeout=60)
             self._reply(reply.status_code, reply.content, reply.headers.get("content-type", "application/json"))
 
@@ -219,19 +243,58 @@ def postgres_server() -> Iterator[str]:
         os.chown(folder, user.pw_uid, user.pw_gid)
     data, port = folder / "data", free_port()
     quiet = dict(check=True, capture_output=True, text=True, timeout=120)
-    subprocess.run([*run_as, str(bin_dir / "initdb"), "-D", str(data), "-U", "causalrag", "--auth=trust", "--no-sync", "-E", "UTF8"], **quiet)
-    options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-    subprocess.run([*run_as, str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(folder / "log.txt"), "-w", "-t", "60", "start"], **quiet)
+    subprocess.run(
+        [
+            *run_as,
+            str(bin_dir / "initdb"),
+            "-D",
+            str(data),
+            "-U",
+            "causalrag",
+            "--auth=trust",
+            "--no-sync",
+            "-E",
+            "UTF8",
+        ],
+        **quiet,
+    )
+    options = (
+        f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "
+        "-c full_page_writes=off"
+    )
+    subprocess.run(
+        [
+            *run_as,
+            str(bin_dir / "pg_ctl"),
+            "-D",
+            str(data),
+            "-o",
+            options,
+            "-l",
+            str(folder / "log.txt"),
+            "-w",
+            "-t",
+            "60",
+            "start",
+        ],
+        **quiet,
+    )
     try:
         yield f"postgresql://causalrag@127.0.0.1:{port}/postgres"
     finally:
-        subprocess.run([*run_as, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "-t", "60", "stop"], capture_output=True, timeout=90)
+        subprocess.run(
+            [*run_as, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "-t", "60", "stop"],
+            capture_output=True,
+            timeout=90,
+        )
         shutil.rmtree(folder, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------- LangGraph's API server
 @contextmanager
-def langgraph_dev(folder: Path, env: dict[str, str], *, checkpointer: bool = False, graphs: dict[str, str] | None = None) -> Iterator[str]:
+def langgraph_dev(
+    folder: Path, env: dict[str, str], *, checkpointer: bool = False, graphs: dict[str, str] | None = None
+) -> Iterator[str]:
     """``langgraph dev`` serving the graphs of the repo's ``langgraph.json`` (copied into ``folder`` with
     absolute paths, so the server's working files stay out of the repo), plus ``graphs`` (name → ``PATH:attr``
     relative to the repo); with ``checkpointer``, its checkpoints go to ``causalrag.checkpoints:server_checkpointer``
@@ -243,7 +306,9 @@ def langgraph_dev(folder: Path, env: dict[str, str], *, checkpointer: bool = Fal
         pytest.skip('langgraph-cli[inmem] is not installed (pip install "causalrag[dev]")')
     spec = json.loads((ROOT / "langgraph.json").read_text())
     spec["dependencies"] = [str(ROOT) if d == "." else d for d in spec["dependencies"]]
-    spec["graphs"] = {name: str(ROOT / target.removeprefix("./")) for name, target in {**spec["graphs"], **(graphs or {})}.items()}
+    spec["graphs"] = {
+        name: str(ROOT / target.removeprefix("./")) for name, target in {**spec["graphs"], **(graphs or {})}.items()
+    }
     if checkpointer:
         spec["checkpointer"] = {"path": f"{ROOT / 'causalrag' / 'checkpoints.py'}:server_checkpointer"}
     folder.mkdir(parents=True, exist_ok=True)
@@ -254,5 +319,13 @@ def langgraph_dev(folder: Path, env: dict[str, str], *, checkpointer: bool = Fal
     argv = [command, "dev", "--config", str(folder / "langgraph.json"), "--host", "127.0.0.1", "--port", str(port),
             "--no-browser", "--no-reload", "--allow-blocking"]
     environ = clean_env(LANGSMITH_TRACING="false", LANGGRAPH_CLI_NO_ANALYTICS="1", PYTHONPATH=str(ROOT), **env)
-    with server(argv, lambda: answers(f"{url}/ok"), name="langgraph dev", timeout=90, cwd=folder, env=environ, log=folder / "log.txt"):
+    with server(
+        argv,
+        lambda: answers(f"{url}/ok"),
+        name="langgraph dev",
+        timeout=90,
+        cwd=folder,
+        env=environ,
+        log=folder / "log.txt",
+    ):
         yield url

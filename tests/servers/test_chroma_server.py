@@ -30,13 +30,19 @@ BACKEND = "llamacpp" if importlib.util.find_spec("llama_cpp") else "transformers
 ZOO = {
     "okapi.md": "The okapi lives in the rainforests of the Democratic Republic of the Congo. It eats leaves and fruit.",
     "quokka.md": "The quokka is a small wallaby found on Rottnest Island near Perth in Western Australia.",
-    "axolotl.md": "The axolotl is a salamander native to Lake Xochimilco in Mexico City. It keeps its gills as an adult.",
+    "axolotl.md": (
+        "The axolotl is a salamander native to Lake Xochimilco in Mexico City. It keeps its gills as an adult."
+    ),
 }
 
 
 def admin(url: str):
     host, port = url.removeprefix("http://").split(":")
-    return chromadb.AdminClient(chromadb.Settings(chroma_api_impl="chromadb.api.fastapi.FastAPI", chroma_server_host=host, chroma_server_http_port=int(port)))
+    return chromadb.AdminClient(
+        chromadb.Settings(
+            chroma_api_impl="chromadb.api.fastapi.FastAPI", chroma_server_host=host, chroma_server_http_port=int(port)
+        )
+    )
 
 
 @pytest.fixture(scope="module")
@@ -85,8 +91,21 @@ def test_ingest_ask_and_eval_through_the_server(behind_proxy, team_database, tmp
     assert team.get_collection("zoo-animals").count() == 3
     assert "zoo-animals" not in [c.name for c in chromadb.HttpClient(host=host, port=int(port)).list_collections()]
 
-    answer = json.loads(invoke("ask", "Which island is the quokka found on?", "--collection", "zoo-animals", "--backend", BACKEND,
-                               "--k", "1", "--json", "-p", "max_new_tokens=8"))
+    answer = json.loads(
+        invoke(
+            "ask",
+            "Which island is the quokka found on?",
+            "--collection",
+            "zoo-animals",
+            "--backend",
+            BACKEND,
+            "--k",
+            "1",
+            "--json",
+            "-p",
+            "max_new_tokens=8",
+        )
+    )
     assert [d["title"] for d in answer["documents"]] == ["quokka"]
     assert answer["answer"].strip()
     bm25 = json.loads(invoke("ask", "axolotl salamander gills", "--collection", "zoo-animals", "--backend", BACKEND,
@@ -94,10 +113,29 @@ def test_ingest_ask_and_eval_through_the_server(behind_proxy, team_database, tmp
     assert [d["title"] for d in bm25["documents"]] == ["axolotl"]
 
     questions = tmp_path / "questions.jsonl"
-    questions.write_text(json.dumps({"id": "q1", "question": "Where does the okapi live?", "golden_answers": ["Congo"]}) + "\n")
+    questions.write_text(
+        json.dumps({"id": "q1", "question": "Where does the okapi live?", "golden_answers": ["Congo"]}) + "\n"
+    )
     out = tmp_path / "run"
-    invoke("eval", "--dataset", f"jsonl:{questions}", "--methods", "standard_rag", "--setting", "open", "--collection", "zoo-animals",
-           "--backend", BACKEND, "-p", "k=1", "-p", "max_new_tokens=8", "--out", str(out))
+    invoke(
+        "eval",
+        "--dataset",
+        f"jsonl:{questions}",
+        "--methods",
+        "standard_rag",
+        "--setting",
+        "open",
+        "--collection",
+        "zoo-animals",
+        "--backend",
+        BACKEND,
+        "-p",
+        "k=1",
+        "-p",
+        "max_new_tokens=8",
+        "--out",
+        str(out),
+    )
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert len(rows) == 1 and rows[0]["method"] == "standard_rag"
     assert "okapi" in json.dumps(rows[0]).lower()  # the retrieved passage came from the server
@@ -108,15 +146,42 @@ def test_bad_server_settings_are_one_sentence(team_database, monkeypatch, tmp_pa
     """No traceback for a server that is not there, refuses us, or lacks the tenant or database."""
     with auth_proxy(team_database) as (url, _):
         cases = [
-            (dict(CAUSALRAG_CHROMA_URL=f"http://127.0.0.1:{free_port()}"), StoreUnreachableError, "nothing answers there"),
-            (dict(CAUSALRAG_CHROMA_URL=url), StoreRefusedError, r"refused the request \(HTTP 401\).*CAUSALRAG_CHROMA_TOKEN"),
+            (
+                dict(CAUSALRAG_CHROMA_URL=f"http://127.0.0.1:{free_port()}"),
+                StoreUnreachableError,
+                "nothing answers there",
+            ),
+            (
+                dict(CAUSALRAG_CHROMA_URL=url),
+                StoreRefusedError,
+                r"refused the request \(HTTP 401\).*CAUSALRAG_CHROMA_TOKEN",
+            ),
             (dict(CAUSALRAG_CHROMA_URL=url, CAUSALRAG_CHROMA_TOKEN="wrong"), StoreRefusedError, "HTTP 401"),
-            (dict(CAUSALRAG_CHROMA_URL=url, CAUSALRAG_CHROMA_HEADERS='{"Authorization": "Bearer wrong"}'), StoreRefusedError, "HTTP 401"),
-            (dict(CAUSALRAG_CHROMA_URL=url, CAUSALRAG_CHROMA_TOKEN=TOKEN, CAUSALRAG_CHROMA_TENANT="nosuch-team"), StoreScopeError,
-             "has no tenant 'nosuch-team'.*CAUSALRAG_CHROMA_TENANT"),
-            (dict(CAUSALRAG_CHROMA_URL=url, CAUSALRAG_CHROMA_TOKEN=TOKEN, CAUSALRAG_CHROMA_TENANT=TENANT, CAUSALRAG_CHROMA_DATABASE="prod"),
-             StoreScopeError, "has no database 'prod' in tenant 'team-rag'.*CAUSALRAG_CHROMA_DATABASE"),
-            (dict(CAUSALRAG_CHROMA_URL=url, CAUSALRAG_CHROMA_HEADERS="x-chroma-token: abc"), CausalRAGError, "not a JSON object"),
+            (
+                dict(CAUSALRAG_CHROMA_URL=url, CAUSALRAG_CHROMA_HEADERS='{"Authorization": "Bearer wrong"}'),
+                StoreRefusedError,
+                "HTTP 401",
+            ),
+            (
+                dict(CAUSALRAG_CHROMA_URL=url, CAUSALRAG_CHROMA_TOKEN=TOKEN, CAUSALRAG_CHROMA_TENANT="nosuch-team"),
+                StoreScopeError,
+                "has no tenant 'nosuch-team'.*CAUSALRAG_CHROMA_TENANT",
+            ),
+            (
+                dict(
+                    CAUSALRAG_CHROMA_URL=url,
+                    CAUSALRAG_CHROMA_TOKEN=TOKEN,
+                    CAUSALRAG_CHROMA_TENANT=TENANT,
+                    CAUSALRAG_CHROMA_DATABASE="prod",
+                ),
+                StoreScopeError,
+                "has no database 'prod' in tenant 'team-rag'.*CAUSALRAG_CHROMA_DATABASE",
+            ),
+            (
+                dict(CAUSALRAG_CHROMA_URL=url, CAUSALRAG_CHROMA_HEADERS="x-chroma-token: abc"),
+                CausalRAGError,
+                "not a JSON object",
+            ),
         ]
         for env, error, says in cases:
             for name in ("URL", "TENANT", "DATABASE", "TOKEN", "HEADERS"):
@@ -127,8 +192,11 @@ def test_bad_server_settings_are_one_sentence(team_database, monkeypatch, tmp_pa
                 Store("zoo-animals").count()
             assert isinstance(caught.value, CausalRAGError) and one_sentence(str(caught.value)), str(caught.value)
         # the right token, tenant and database: the same call works through the proxy
-        for name, value in dict(CAUSALRAG_CHROMA_HEADERS=json.dumps({"Authorization": f"Bearer {TOKEN}"}), CAUSALRAG_CHROMA_TENANT=TENANT,
-                                CAUSALRAG_CHROMA_DATABASE=DATABASE).items():
+        for name, value in dict(
+            CAUSALRAG_CHROMA_HEADERS=json.dumps({"Authorization": f"Bearer {TOKEN}"}),
+            CAUSALRAG_CHROMA_TENANT=TENANT,
+            CAUSALRAG_CHROMA_DATABASE=DATABASE,
+        ).items():
             monkeypatch.setenv(name, value)
         store = Store("settings-ok", embeddings=DeterministicFakeEmbedding(size=16))
         store.add([Passage("okapi", ZOO["okapi.md"])])

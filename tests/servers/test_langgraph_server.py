@@ -42,13 +42,21 @@ def zoo(chroma_server):
 
 
 def server_env(home, chroma_url: str, **extra: str) -> dict[str, str]:
-    return {"CAUSALRAG_HOME": str(home), "CAUSALRAG_BACKEND": BACKEND, "CAUSALRAG_CHROMA_URL": chroma_url, "HF_HUB_OFFLINE": "1", **extra}
+    return {
+        "CAUSALRAG_HOME": str(home),
+        "CAUSALRAG_BACKEND": BACKEND,
+        "CAUSALRAG_CHROMA_URL": chroma_url,
+        "HF_HUB_OFFLINE": "1",
+        **extra,
+    }
 
 
 @pytest.fixture(scope="module")
 def api(tmp_path_factory, zoo):
     folder = tmp_path_factory.mktemp("langgraph-dev")
-    with langgraph_dev(folder, server_env(folder / "home", zoo), graphs={"bound": "tests/servers/bound_graph.py:graph"}) as url:
+    with langgraph_dev(
+        folder, server_env(folder / "home", zoo), graphs={"bound": "tests/servers/bound_graph.py:graph"}
+    ) as url:
         yield url
 
 
@@ -68,7 +76,11 @@ def test_sdk_invokes_and_streams_evidence_updates_and_tokens(api):
     custom = [p.data for p in parts if p.event == "custom"]
     evidence = [e for e in custom if e["type"] == "evidence"]
     assert evidence[0]["stage"] == "retrieve" and [d["title"] for d in evidence[0]["documents"]] == ["quokka"]
-    assert any(e["type"] == "token" for e in custom) and custom[-1] == {"type": "answer", "stage": "answer", "answer": state["answer"]}
+    assert any(e["type"] == "token" for e in custom) and custom[-1] == {
+        "type": "answer",
+        "stage": "answer",
+        "answer": state["answer"],
+    }
     assert [next(iter(p.data)) for p in parts if p.event == "updates"] == ["retrieve", "answer"]
     chunks = [p.data for p in parts if p.event == "messages"]
     assert chunks and all(meta["langgraph_node"] == "answer" for _, meta in chunks)
@@ -86,9 +98,15 @@ def test_run_context_merges_over_what_the_deployment_bound(api):
     state = client.runs.wait(None, "bound", input={"question": QUESTION}, context={"k": 2})
     assert state["answer"] == ANSWER  # the bound LLM, collection and retrieval are kept ...
     docs = state["documents"]
-    assert len(docs) == 2 and docs[0]["metadata"]["title"] == "quokka" and {d["metadata"]["retrieval"] for d in docs} == {"bm25"}
+    assert (
+        len(docs) == 2
+        and docs[0]["metadata"]["title"] == "quokka"
+        and {d["metadata"]["retrieval"] for d in docs} == {"bm25"}
+    )
     state = client.runs.wait(None, "bound", input={"question": QUESTION}, context={"max_new_tokens": 4, "k": 5})
-    assert state["answer"] == ANSWER and len(state["documents"]) == 3  # ... and k=5 (the class default) wins over k=1: all 3
+    assert (
+        state["answer"] == ANSWER and len(state["documents"]) == 3
+    )  # ... and k=5 (the class default) wins over k=1: all 3
 
 
 def test_remote_graph_invokes_and_streams(api):
@@ -97,9 +115,15 @@ def test_remote_graph_invokes_and_streams(api):
     remote = RemoteGraph("standard_rag", url=api)
     state = remote.invoke({"question": QUESTION}, context=CONTEXT)
     assert state["answer"].strip() and state["documents"][0]["metadata"]["title"] == "quokka"
-    events = [(e["type"], e["data"]) for e in remote.stream({"question": QUESTION}, context=CONTEXT, stream_mode=["custom", "updates"], version="v2")]
+    events = [
+        (e["type"], e["data"])
+        for e in remote.stream({"question": QUESTION}, context=CONTEXT, stream_mode=["custom", "updates"], version="v2")
+    ]
     assert {mode for mode, _ in events} == {"custom", "updates"}
-    assert any(mode == "custom" and chunk["type"] == "evidence" and chunk["documents"][0]["title"] == "quokka" for mode, chunk in events)
+    assert any(
+        mode == "custom" and chunk["type"] == "evidence" and chunk["documents"][0]["title"] == "quokka"
+        for mode, chunk in events
+    )
     assert [next(iter(chunk)) for mode, chunk in events if mode == "updates"] == ["retrieve", "answer"]
 
 
@@ -108,7 +132,13 @@ def test_a_bad_parameter_is_one_sentence_in_the_run_error(api):
 
     client = get_sync_client(url=api)
     thread = client.threads.create()
-    client.runs.wait(thread["thread_id"], "standard_rag", input={"question": QUESTION}, context={**CONTEXT, "k": 0}, raise_error=False)
+    client.runs.wait(
+        thread["thread_id"],
+        "standard_rag",
+        input={"question": QUESTION},
+        context={**CONTEXT, "k": 0},
+        raise_error=False,
+    )
     runs = client.runs.list(thread["thread_id"])
     assert runs[0]["status"] == "error"
     error = client.threads.get(thread["thread_id"])["error"]

@@ -46,7 +46,13 @@ def fake_openai(route: Route) -> Iterator[str]:
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            self._send(*((200, {"object": "list", "data": [{"id": "tiny", "object": "model"}]}) if self.path == "/v1/models" else (404, {"error": "not found"})))
+            self._send(
+                *(
+                    (200, {"object": "list", "data": [{"id": "tiny", "object": "model"}]})
+                    if self.path == "/v1/models"
+                    else (404, {"error": "not found"})
+                )
+            )
 
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
@@ -73,11 +79,17 @@ def fake_openai(route: Route) -> Iterator[str]:
 
 
 def completion(text: str, **choice) -> tuple[int, dict]:
-    return 200, {"choices": [{"text": text, "index": 0, "finish_reason": "stop", **choice}], "usage": {"prompt_tokens": 3, "completion_tokens": 1}}
+    return 200, {
+        "choices": [{"text": text, "index": 0, "finish_reason": "stop", **choice}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1},
+    }
 
 
 def chat(text: str) -> tuple[int, dict]:
-    return 200, {"choices": [{"message": {"role": "assistant", "content": text}, "index": 0}], "usage": {"prompt_tokens": 3, "completion_tokens": 1}}
+    return 200, {
+        "choices": [{"message": {"role": "assistant", "content": text}, "index": 0}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1},
+    }
 
 
 def refuses_echo(path: str, body: dict) -> tuple[int, dict]:
@@ -105,7 +117,9 @@ def test_a_server_without_prompt_logprobs_is_one_sentence(route, api):
     with fake_openai(route) as url:
         llm = OpenAILLM(url, api=api, attempts=1)
         assert llm.generate(["Q: In which city is the Colosseum?\nA:"])[0][0].strip() == "Rome"  # generation works
-        with pytest.raises(ScoringUnavailableError, match=r"cannot compute (prompt|next-token) log-probabilities") as caught:
+        with pytest.raises(
+            ScoringUnavailableError, match=r"cannot compute (prompt|next-token) log-probabilities"
+        ) as caught:
             llm.logprob(["Q: Where?\nA:"], [" Rome"])
         assert "\n" not in str(caught.value)
         with pytest.raises(ScoringUnavailableError, match="next-token log-probabilities"):
@@ -113,12 +127,15 @@ def test_a_server_without_prompt_logprobs_is_one_sentence(route, api):
         # a method that scores (CIS: log p(K|Q) − log p(K)) stops with that one sentence, not a traceback
         store = Store.in_memory(PASSAGES, embeddings=DeterministicFakeEmbedding(size=16))
         with pytest.raises(CausalRAGError, match="log-probabilities"):
-            causalrag.build_graph("cis", llm=llm, store=store, retrieval="bm25", k=1, n_candidates=2).invoke({"question": QUESTIONS[0]})
+            causalrag.build_graph("cis", llm=llm, store=store, retrieval="bm25", k=1, n_candidates=2).invoke(
+                {"question": QUESTIONS[0]}
+            )
 
 
 # --------------------------------------------------------------------------- llama-cpp-python's server, async
 class Timed(OpenAILLM):
-    """Records when each answer request (the answer node streams it) starts and ends, to see requests in flight together."""
+    """Records when each answer request (the answer node streams it) starts and ends, to see requests in flight
+    together."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -149,6 +166,10 @@ def test_abatch_ainvoke_and_astream_against_the_server(llama_server):
     assert all(s["answer"].strip() for s in states), [s["answer"] for s in states]
     assert "Rome" in states[0]["answer"] and "1889" in states[1]["answer"]
     assert "Rome" in one["answer"]  # asked again: the same answer, maybe other words (llama.cpp is not batch-invariant)
-    assert events[0]["type"] == "evidence" and events[-1] == {"type": "answer", "stage": "answer", "answer": states[1]["answer"]}
+    assert events[0]["type"] == "evidence" and events[-1] == {
+        "type": "answer",
+        "stage": "answer",
+        "answer": states[1]["answer"],
+    }
     (a_start, a_end), (b_start, b_end) = llm.spans[:2]  # abatch's two answer requests
     assert max(a_start, b_start) < min(a_end, b_end), llm.spans  # both questions were in flight together

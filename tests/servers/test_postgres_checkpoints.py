@@ -66,8 +66,22 @@ def test_the_cli_threads_use_postgres(pg, monkeypatch, tmp_path):
     backend = "llamacpp" if importlib.util.find_spec("llama_cpp") else "transformers"
     monkeypatch.setenv("CAUSALRAG_HOME", str(tmp_path))
     runner = CliRunner()
-    asked = runner.invoke(app, ["ask", "What is the capital of France?", "--method", "no_rag", "--thread", "pg-cli", "--backend", backend,
-                                "-p", "max_new_tokens=4", "--json"])
+    asked = runner.invoke(
+        app,
+        [
+            "ask",
+            "What is the capital of France?",
+            "--method",
+            "no_rag",
+            "--thread",
+            "pg-cli",
+            "--backend",
+            backend,
+            "-p",
+            "max_new_tokens=4",
+            "--json",
+        ],
+    )
     assert asked.exit_code == 0, (asked.output, asked.exception)
     assert rows(pg, "pg-cli") >= 2
     shown = runner.invoke(app, ["history", "--thread", "pg-cli"])
@@ -78,7 +92,10 @@ def test_the_cli_threads_use_postgres(pg, monkeypatch, tmp_path):
 @pytest.mark.parametrize(
     ("url", "says"),
     [
-        (lambda: f"postgresql://causalrag@127.0.0.1:{free_port()}/postgres", "No PostgreSQL database takes checkpoints"),
+        (
+            lambda: f"postgresql://causalrag@127.0.0.1:{free_port()}/postgres",
+            "No PostgreSQL database takes checkpoints",
+        ),
         (lambda: "mysql://host/db", "is not a postgresql:// URL"),
     ],
 )

@@ -33,10 +33,19 @@ from causalrag.tools.usage import metered
 from tests.servers.conftest import answers, free_port, server
 
 HAS_LLAMACPP = importlib.util.find_spec("llama_cpp") is not None
-HAS_SERVER = HAS_LLAMACPP and importlib.util.find_spec("fastapi") is not None and importlib.util.find_spec("sse_starlette") is not None
-needs_llamacpp = pytest.mark.skipif(not HAS_LLAMACPP, reason="llama-cpp-python is not installed (pip install 'causalrag[llamacpp]')")
+HAS_SERVER = (
+    HAS_LLAMACPP
+    and importlib.util.find_spec("fastapi") is not None
+    and importlib.util.find_spec("sse_starlette") is not None
+)
+needs_llamacpp = pytest.mark.skipif(
+    not HAS_LLAMACPP, reason="llama-cpp-python is not installed (pip install 'causalrag[llamacpp]')"
+)
 
-PASSAGE = "Passage: The Eiffel Tower was completed in 1889 for the World's Fair.\nQuestion: When was the Eiffel Tower completed?\nAnswer:"
+PASSAGE = (
+    "Passage: The Eiffel Tower was completed in 1889 for the World's Fair.\n"
+    "Question: When was the Eiffel Tower completed?\nAnswer:"
+)
 PREFIX = "Question: When was the Eiffel Tower completed?\nAnswer:"
 CONTINUATIONS = [" The Eiffel Tower was completed in 1889.", " Bananas are a yellow fruit.", " 1889"]
 
@@ -62,8 +71,25 @@ def llama_server():
     if not HAS_SERVER:
         pytest.skip("llama-cpp-python[server] is not installed")
     url = f"http://127.0.0.1:{(port := free_port())}/v1"
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(bundled_gguf()), "--host", "127.0.0.1",
-               "--port", str(port), "--n_ctx", "2048", "--n_threads", "2", "--logits_all", "true", "--verbose", "false"]
+    command = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(bundled_gguf()),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        "2048",
+        "--n_threads",
+        "2",
+        "--logits_all",
+        "true",
+        "--verbose",
+        "false",
+    ]
     with server(command, lambda: answers(f"{url}/models"), name="llama_cpp.server"):
         yield url
 
@@ -149,7 +175,11 @@ def test_logprob_shared_prefix_matches_single_calls_and_ranks(backend):
     assert sum(shared[0]) > sum(shared[1]) and all(v < 0 for t in shared for v in t)
     if not isinstance(backend, OpenAILLM):  # a server has no shared-prefix path of ours to compare
         single = [backend.token_logprobs([prefix], [c])[0] for c in conts]
-        assert all(math.isclose(a, b, abs_tol=per_token_tolerance(backend)) for s, t in zip(shared, single) for a, b in zip(s, t))
+        assert all(
+            math.isclose(a, b, abs_tol=per_token_tolerance(backend))
+            for s, t in zip(shared, single, strict=True)
+            for a, b in zip(s, t, strict=True)
+        )
     mean = backend.logprob([prefix], [conts[1]], reduce="mean")[0]
     assert mean == pytest.approx(sum(shared[1]) / len(shared[1]), abs=per_token_tolerance(backend))
     assert backend.logprob([prefix], [""]) == [0.0]
@@ -166,12 +196,16 @@ def test_choose_scores_options_as_the_reply_in_one_call(backend):
     assert math.isclose(sum(plain.probs), 1.0) and all(0 < p < 1 for p in plain.probs)
     assert usage.calls == 3  # one per prompt: the plain one, then the calibrated one with its neutral twin
     reference = backend.logprob([PASSAGE] * 3, [" 1889", " 1925", " a yellow banana"], reduce="mean")
-    assert all(math.isclose(a, b, abs_tol=per_token_tolerance(backend)) for a, b in zip(plain.scores, reference))
+    assert all(
+        math.isclose(a, b, abs_tol=per_token_tolerance(backend)) for a, b in zip(plain.scores, reference, strict=True)
+    )
 
 
 @pytest.mark.slow
 def test_yes_probability_is_a_probability(backend):
-    probs = backend.yes_probability(["Is Paris in France? Answer yes or no.\nAnswer:", "Is the sky green? Answer yes or no.\nAnswer:"])
+    probs = backend.yes_probability(
+        ["Is Paris in France? Answer yes or no.\nAnswer:", "Is the sky green? Answer yes or no.\nAnswer:"]
+    )
     assert all(0.0 < p < 1.0 for p in probs)
 
 
@@ -204,7 +238,7 @@ def test_logprobs_agree_between_transformers_and_llamacpp(transformers_llm, llam
     llamacpp_llm.clear_cache()  # the same batches whatever ran before (llama.cpp is not batch-invariant)
     fast = llamacpp_llm.token_logprobs(prefixes, conts)
     assert [len(t) for t in reference] == [len(t) for t in fast]  # same tokenizer
-    for ref, got in zip(reference, fast):
+    for ref, got in zip(reference, fast, strict=True):
         assert abs(sum(ref) - sum(got)) <= 0.15 * len(ref), (ref, got)
     assert sorted(range(3), key=lambda i: sum(reference[i])) == sorted(range(3), key=lambda i: sum(fast[i]))
 
@@ -237,7 +271,7 @@ def test_openai_backend_matches_local_llamacpp(openai_llm, llamacpp_llm):
     local = llamacpp_llm.token_logprobs(["The capital of France is"], [" Paris"])[0]
     assert len(remote) == len(local), (remote, local)
     tolerance = per_token_tolerance(llamacpp_llm)
-    assert all(math.isclose(a, b, abs_tol=tolerance) for a, b in zip(remote, local)), (remote, local)
+    assert all(math.isclose(a, b, abs_tol=tolerance) for a, b in zip(remote, local, strict=True)), (remote, local)
 
 
 # --------------------------------------------------------------------------- configuration errors (fast)
@@ -269,7 +303,11 @@ def test_auto_picks_llamacpp_for_a_gguf_on_cpu_when_installed(monkeypatch, insta
     import causalrag.tools.llm as llm_module
 
     real_find_spec = llm_module.importlib.util.find_spec
-    monkeypatch.setattr(llm_module.importlib.util, "find_spec", lambda name: (object() if installed else None) if name == "llama_cpp" else real_find_spec(name))
+    monkeypatch.setattr(
+        llm_module.importlib.util,
+        "find_spec",
+        lambda name: (object() if installed else None) if name == "llama_cpp" else real_find_spec(name),
+    )
     monkeypatch.setenv("CAUSALRAG_BACKEND", "auto")
     assert choose_backend(None, model, device) == expected
 
@@ -306,7 +344,18 @@ def test_missing_scoring_capability_is_named():
 
 
 def test_transient_errors_are_retried_then_succeed():
-    answers = iter([httpx.Response(503), httpx.Response(200, json={"choices": [{"message": {"content": "Paris\nmore"}}], "usage": {"prompt_tokens": 5, "completion_tokens": 2}})])
+    answers = iter(
+        [
+            httpx.Response(503),
+            httpx.Response(
+                200,
+                json={
+                    "choices": [{"message": {"content": "Paris\nmore"}}],
+                    "usage": {"prompt_tokens": 5, "completion_tokens": 2},
+                },
+            ),
+        ]
+    )
     seen = []
 
     def handler(request):
@@ -343,7 +392,13 @@ def test_ggml_log_levels_route_to_python_logging(caplog):
     from causalrag.tools.backends.llamacpp import route_ggml_log
 
     caplog.set_level(logging.DEBUG, logger="causalrag.tools.backends.llamacpp")
-    for level, text in [(4, b"failed to read tensor\n"), (5, b" (continued)\n"), (3, b"using full-size SWA cache\n"), (2, b"loaded\n"), (5, b"\n")]:
+    for level, text in [
+        (4, b"failed to read tensor\n"),
+        (5, b" (continued)\n"),
+        (3, b"using full-size SWA cache\n"),
+        (2, b"loaded\n"),
+        (5, b"\n"),
+    ]:
         route_ggml_log(level, text)
     assert [(r.levelno, r.getMessage()) for r in caplog.records] == [
         (logging.ERROR, "llama.cpp: failed to read tensor"),
@@ -401,15 +456,17 @@ def test_a_chat_model_scores_options_as_its_reply_turn(chat_llm, transformers_ll
     choice = chat_llm.choose([PASSAGE], [["1889", "1925", "a yellow banana"]])[0]
     assert choice.answer == "1889" and math.isclose(sum(choice.probs), 1.0)
     raw = transformers_llm.choose([PASSAGE], [["1889", "1925", "a yellow banana"]])[0]
-    assert not all(math.isclose(a, b, abs_tol=1e-3) for a, b in zip(choice.scores, raw.scores))  # the turn markup is really there
+    assert not all(
+        math.isclose(a, b, abs_tol=1e-3) for a, b in zip(choice.scores, raw.scores, strict=True)
+    )  # the turn markup is really there
 
 
 @pytest.mark.slow
 def test_a_chat_model_runs_every_judgment_scored(chat_llm, demo_store):
     """judge="auto" resolves to scored choices for a chat model too: Astute reads each source by score."""
+    from causalrag import METHODS
     from causalrag.corpus import demo_questions
     from causalrag.graphs.registry import build_graph
-    from causalrag import METHODS
 
     q = next(q for q in demo_questions() if q["id"] == "simple-pride")
     graph = build_graph("astute", llm=chat_llm, store=demo_store, **METHODS["astute"].cpu_params, mechanism="paper")
@@ -430,6 +487,6 @@ def test_openai_chat_api_scores_with_the_models_template(llama_server):
     via_chat = chat.choose([PASSAGE], [options])[0]
     via_text = completions.choose([chat.format(PASSAGE)], [options])[0]
     assert via_chat.answer == "1889"
-    assert all(math.isclose(a, b, abs_tol=1e-3) for a, b in zip(via_chat.scores, via_text.scores))
+    assert all(math.isclose(a, b, abs_tol=1e-3) for a, b in zip(via_chat.scores, via_text.scores, strict=True))
     with pytest.raises(ScoringUnavailableError):
         OpenAILLM(llama_server, api="chat", max_concurrency=2).choose([PASSAGE], [options])

@@ -32,7 +32,10 @@ def test_calibration_subtracts_the_content_free_prompt():
     calibrated = llm.choose(["Where is the Colosseum? Answer:"], [["Paris", "Rome"]], neutral=["N/A Answer:"])[0]
     assert raw.answer == "Paris"
     assert calibrated.answer == "Rome" and calibrated.scores == (0.0, 1.5)
-    assert [p for p, _ in llm.choices[1:]] == ["Where is the Colosseum? Answer:", "N/A Answer:"]  # one call: prompt and neutral twin
+    assert [p for p, _ in llm.choices[1:]] == [
+        "Where is the Colosseum? Answer:",
+        "N/A Answer:",
+    ]  # one call: prompt and neutral twin
 
 
 def test_empty_options_never_win_and_bad_shapes_are_refused():

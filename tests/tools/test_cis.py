@@ -27,7 +27,7 @@ def cache(tmp_path):
 def test_cis_is_conditional_minus_prior(cache):
     llm = FakeLLM(logprob=lp)
     scores = CISScorer(llm, cache=cache).score("What is the capital of Australia?", DOCS)
-    for doc, s in zip(DOCS, scores):
+    for doc, s in zip(DOCS, scores, strict=True):
         k = passage_text(doc)
         assert s.logp_k == pytest.approx(-len(k) / 10)
         assert s.logp_k_given_q == pytest.approx(s.logp_k + (3.0 if "Canberra" in k else 0.5))
@@ -126,7 +126,9 @@ def test_two_processes_share_one_prior_cache(tmp_path):
         "print(scorer.precompute(DOCS))\n"
     )
     shared = tmp_path / "shared" / "cis_prior.sqlite"
-    done = subprocess.run([sys.executable, "-c", script, str(shared)], check=True, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(shared)], check=True, capture_output=True, text=True, timeout=120
+    )
     assert done.stdout.strip() == "2"
     llm = FakeLLM(logprob=lp)
     scorer = CISScorer(llm, cache=PriorCache(shared))

@@ -1,4 +1,5 @@
-"""The coalescer: concurrent calls with equal settings become one batch; rows, errors and usage go back to each caller."""
+"""The coalescer: concurrent calls with equal settings become one batch; rows, errors and usage go back to each
+caller."""
 
 import threading
 import time

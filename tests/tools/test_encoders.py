@@ -1,4 +1,5 @@
-"""``embed`` keeps recent vectors per embeddings object: a passage embedded by one node is not encoded again by the next."""
+"""``embed`` keeps recent vectors per embeddings object: a passage embedded by one node is not encoded again by
+the next."""
 
 from __future__ import annotations
 

@@ -13,7 +13,11 @@ from rank_bm25 import BM25Okapi
 from causalrag.tools.lexical import LexicalIndex, index_name, tokenize
 from causalrag.tools.store import Passage, Store
 
-QUESTIONS = ["Who played the Joker in The Dark Knight?", "the the of Paris zzznowhere", "In which city was the author born?"]
+QUESTIONS = [
+    "Who played the Joker in The Dark Knight?",
+    "the the of Paris zzznowhere",
+    "In which city was the author born?",
+]
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +109,12 @@ def test_two_processes_share_one_index_and_see_each_others_passages(tmp_path, mo
     a passage this process adds is what process A's next search finds."""
     from langchain_core.embeddings import DeterministicFakeEmbedding
 
-    run = lambda mode: subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path), mode], check=True, capture_output=True, text=True, timeout=300).stdout.strip().split("|")  # noqa: E731
+    def run(mode: str) -> list[str]:
+        done = subprocess.run(
+            [sys.executable, "-c", SCRIPT, str(tmp_path), mode], check=True, capture_output=True, text=True, timeout=300
+        )
+        return done.stdout.strip().split("|")
+
     assert run("add")[0] == "Okapi"
     store = Store("zoo", path=tmp_path, embeddings=DeterministicFakeEmbedding(size=8))
     monkeypatch.setattr(Store, "_lexical_texts", lambda self: pytest.fail("the index was rebuilt instead of shared"))

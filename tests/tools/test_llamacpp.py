@@ -54,7 +54,7 @@ def test_scoring_decodes_a_head_once_for_all_its_continuations(llm, monkeypatch)
     counts = decoded_tokens(llm, monkeypatch)
     together = llm.token_logprobs([head] * len(options), options)
     assert sum(counts) <= len(llm._tokens(head, start=True)) + sum(len(llm._tokens(o, start=False)) for o in options)
-    assert all(abs(a - b) < 0.5 for x, y in zip(alone, together) for a, b in zip(x, y))
+    assert all(abs(a - b) < 0.5 for x, y in zip(alone, together, strict=True) for a, b in zip(x, y, strict=True))
 
 
 def test_usage_counts_computed_prompt_tokens_and_relevance_scoring_feeds_the_readings(llm):
@@ -67,8 +67,14 @@ def test_usage_counts_computed_prompt_tokens_and_relevance_scoring_feeds_the_rea
     from causalrag.tools.usage import metered
 
     docs = [
-        Document(page_content="The Dark Knight (2008) stars Christian Bale as Batman and Heath Ledger as the Joker.", metadata={"title": "The Dark Knight"}),
-        Document(page_content="Batman (1989) stars Michael Keaton as Batman and Jack Nicholson as the Joker.", metadata={"title": "Batman (1989 film)"}),
+        Document(
+            page_content="The Dark Knight (2008) stars Christian Bale as Batman and Heath Ledger as the Joker.",
+            metadata={"title": "The Dark Knight"},
+        ),
+        Document(
+            page_content="Batman (1989) stars Michael Keaton as Batman and Jack Nicholson as the Joker.",
+            metadata={"title": "Batman (1989 film)"},
+        ),
     ]
     question = "Who played the Joker in The Dark Knight?"
     readings = [answer_prompt(question, [d]) for d in docs]
@@ -99,4 +105,6 @@ def test_a_full_context_is_the_error_you_see_and_the_model_recovers(llm):
             llm.generate(["word " * 3000], max_new_tokens=2)
     finally:
         llm.n_ctx = real
-    assert llm.generate(["Question: What is the capital of France?\nAnswer:"], max_new_tokens=3, stop=["\n"])[0][0].strip()
+    assert llm.generate(["Question: What is the capital of France?\nAnswer:"], max_new_tokens=3, stop=["\n"])[0][
+        0
+    ].strip()

@@ -11,7 +11,10 @@ from causalrag.tools.backends.base import truncate_at_stop
 from causalrag.tools.backends.transformers import TransformersLLM
 from causalrag.tools.usage import Usage, metered
 
-PASSAGE = "Passage: The Eiffel Tower was completed in 1889 for the World's Fair.\nQuestion: When was the Eiffel Tower completed?\nAnswer:"
+PASSAGE = (
+    "Passage: The Eiffel Tower was completed in 1889 for the World's Fair.\n"
+    "Question: When was the Eiffel Tower completed?\nAnswer:"
+)
 
 
 def test_truncate_at_stop():
@@ -88,7 +91,7 @@ def test_logprob_shared_prefix_matches_full_pass_and_ranks_sensibly(real_llm):
     conts = [" The Eiffel Tower was completed in 1889.", " Bananas are a yellow fruit.", " 1889"]
     shared = real_llm.logprob([prefix] * 3, conts)  # one prefix, three continuations: KV-cache path
     full = [real_llm.logprob([prefix], [c])[0] for c in conts]  # one at a time: full path
-    assert all(math.isclose(a, b, abs_tol=1e-3) for a, b in zip(shared, full))
+    assert all(math.isclose(a, b, abs_tol=1e-3) for a, b in zip(shared, full, strict=True))
     assert shared[0] > shared[1]
     mean = real_llm.logprob([prefix] * 3, conts, reduce="mean")
     assert mean[2] == pytest.approx(shared[2] / len(real_llm.token_logprobs([prefix], [conts[2]])[0]))
@@ -133,7 +136,7 @@ def test_bf16_weights_answer_and_rank_as_fp32_does_on_a_clear_case(real_llm):
     options = [["1889", "1925", "Paris"]]
     ours, theirs = half.choose([PASSAGE], options)[0], real_llm.choose([PASSAGE], options)[0]
     assert ours.answer == theirs.answer == "1889"
-    assert all(abs(a - b) < 0.25 for a, b in zip(ours.scores, theirs.scores))
+    assert all(abs(a - b) < 0.25 for a, b in zip(ours.scores, theirs.scores, strict=True))
 
 
 def test_shared_head_and_head_cache_keep_the_longest_stored_prefix():
@@ -174,7 +177,7 @@ def test_cached_heads_give_what_full_passes_give(real_llm, monkeypatch):
         full = run()
     assert cached[0] == full[0] and "1889" in cached[0][0][0]
     assert [c.answer for c in cached[1]] == [c.answer for c in full[1]] == ["1889", "Paris"]
-    for a, b in zip(cached[1], full[1]):
+    for a, b in zip(cached[1], full[1], strict=True):
         assert a.scores == pytest.approx(b.scores, abs=1e-3)
     assert cached[2] == pytest.approx(full[2], abs=1e-3)
     assert cached[3] == pytest.approx(full[3], abs=1e-3)

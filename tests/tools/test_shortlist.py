@@ -33,7 +33,7 @@ def test_the_whole_vocabulary_as_shortlist_gives_the_full_softmax(layer):
     where = [(0, p) for p in range(1, 7)]
     shortlist = Shortlist(range(VOCAB), lambda ids: weight[torch.as_tensor(ids)])
     got = shortlist.logprobs(hidden, rows, where)
-    want = [full_logprob(weight, h, rows[0][p]) for h, (_, p) in zip(hidden, where)]
+    want = [full_logprob(weight, h, rows[0][p]) for h, (_, p) in zip(hidden, where, strict=True)]
     assert got == pytest.approx(want, abs=1e-5)
 
 
@@ -51,7 +51,7 @@ def test_scored_and_earlier_row_tokens_join_the_normalizer_and_nothing_else(laye
     where = [(0, 1), (0, 3), (1, 2)]
     shortlist = Shortlist(fixed, lambda ids: weight[torch.as_tensor(ids)])
     got = shortlist.logprobs(hidden[:3], rows, where)
-    for value, h, (r, p) in zip(got, hidden, where):
+    for value, h, (r, p) in zip(got, hidden[:3], where, strict=True):
         subset = sorted(set(fixed) | set(rows[r][: p + 1]))  # 44 is not in row 1; 30 only up to where row 0 reached it
         logits = h @ weight.T
         assert value == pytest.approx(float(logits[rows[r][p]] - torch.logsumexp(logits[subset], 0)), abs=1e-5)
@@ -140,7 +140,7 @@ def test_shortlist_logprobs_stay_near_the_full_softmax_and_choose_alike(scoring_
     prefixes = [p for p, options in PROMPTS for _ in options]
     continuations = [o for _, options in PROMPTS for o in options]
     on, off = both_ways(scoring_llm, lambda llm: llm.token_logprobs(prefixes, continuations))
-    deltas = [a - b for x, y in zip(on, off) for a, b in zip(x, y)]
+    deltas = [a - b for x, y in zip(on, off, strict=True) for a, b in zip(x, y, strict=True)]
     assert all(-1e-3 <= d <= 0.5 for d in deltas)  # a sub-sum normalizer: never lower, and close
     assert sum(deltas) / len(deltas) < 0.05
     on, off = both_ways(scoring_llm, lambda llm: llm.choose([p for p, _ in PROMPTS], [o for _, o in PROMPTS]))

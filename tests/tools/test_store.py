@@ -41,8 +41,14 @@ def test_read_passages_reads_every_text_file_and_names_what_it_skips(corpus):
 @pytest.mark.parametrize(
     ("data", "text"),
     [
-        ("Le caf\xe9 est tr\xe8s bon \xe0 Paris, pr\xe8s de l'\xe9glise.".encode("latin-1"), "Le café est très bon à Paris, près de l'église."),
-        ("\u201cSmart quotes\u201d \u2013 and a euro \u20ac sign.".encode("cp1252"), "\u201cSmart quotes\u201d \u2013 and a euro \u20ac sign."),
+        (
+            "Le caf\xe9 est tr\xe8s bon \xe0 Paris, pr\xe8s de l'\xe9glise.".encode("latin-1"),
+            "Le café est très bon à Paris, près de l'église.",
+        ),
+        (
+            "\u201cSmart quotes\u201d \u2013 and a euro \u20ac sign.".encode("cp1252"),
+            "\u201cSmart quotes\u201d \u2013 and a euro \u20ac sign.",
+        ),
         ("Zebras live in Kenya and Tanzania.".encode("utf-16"), "Zebras live in Kenya and Tanzania."),
         ("\ufeffA BOM then text.".encode("utf-8"), "A BOM then text."),
     ],
@@ -62,12 +68,16 @@ def test_nul_bytes_inside_text_become_spaces(tmp_path):
 
 def test_one_malformed_jsonl_line_keeps_the_valid_ones(tmp_path):
     (tmp_path / "rows.jsonl").write_text(
-        '{"title": "A", "text": "Zebras live in Kenya."}\n{broken\n{"title": "no text"}\n{"title": "B", "text": "Lions live in Tanzania."}\n',
+        '{"title": "A", "text": "Zebras live in Kenya."}\n{broken\n{"title": "no text"}\n{"title": "B", "text": '
+        '"Lions live in Tanzania."}\n',
         encoding="utf-8",
     )
     passages, report = read_passages([tmp_path])
     assert [p.title for p in passages] == ["A", "B"] and report.files == 1
-    assert [r for _, r in report.skipped] == ["line 2 is not a JSON object with a 'text' field", "line 3 is not a JSON object with a 'text' field"]
+    assert [r for _, r in report.skipped] == [
+        "line 2 is not a JSON object with a 'text' field",
+        "line 3 is not a JSON object with a 'text' field",
+    ]
 
 
 def test_a_jsonl_file_without_one_valid_line_is_skipped(tmp_path):
@@ -279,11 +289,10 @@ def healthy_store(tmp_path_factory) -> Path:
 
     folder = tmp_path_factory.mktemp("healthy") / "chroma"
     script = (
-        "import sys\n"
-        "from langchain_core.embeddings import DeterministicFakeEmbedding\n"
-        "from causalrag.tools.store import Passage, Store\n"
-        "store = Store('zoo', path=sys.argv[1], embeddings=DeterministicFakeEmbedding(size=16))\n"
-        "store.add([Passage(f'T{i}', f'passage number {i} ' * 30) for i in range(3000)])\n"
+        "import sys\nfrom langchain_core.embeddings import DeterministicFakeEmbedding\nfrom causalrag.tools.store "
+        "import Passage, Store\nstore = Store('zoo', path=sys.argv[1], "
+        "embeddings=DeterministicFakeEmbedding(size=16))\nstore.add([Passage(f'T{i}', f'passage number {i} ' * 30) "
+        "for i in range(3000)])\n"
     )
     subprocess.run([sys.executable, "-c", script, str(folder)], check=True, timeout=300)
     assert list(folder.glob("*/header.bin")), "Chroma persisted no HNSW segment to damage"
@@ -327,7 +336,11 @@ def test_a_damaged_store_is_one_sentence_for_every_operation(healthy_store, tmp_
 
 @pytest.mark.parametrize(
     ("url", "says"),
-    [("http://127.0.0.1:9", "nothing answers there"), ("not a url", "not an http:// or https:// URL"), ("ftp://host", "not an http")],
+    [
+        ("http://127.0.0.1:9", "nothing answers there"),
+        ("not a url", "not an http:// or https:// URL"),
+        ("ftp://host", "not an http"),
+    ],
 )
 def test_a_chroma_url_that_does_not_answer_is_one_sentence(monkeypatch, url, says):
     from causalrag.errors import StoreUnreachableError
@@ -350,7 +363,9 @@ def test_whole_collection_reads_come_in_pages(fake_store, monkeypatch):
     from chromadb.api.models.Collection import Collection
 
     rows_read, original = [], Collection.get
-    monkeypatch.setattr(Collection, "get", lambda self, *a, **k: rows_read.append(len((got := original(self, *a, **k))["ids"])) or got)
+    monkeypatch.setattr(
+        Collection, "get", lambda self, *a, **k: rows_read.append(len((got := original(self, *a, **k))["ids"])) or got
+    )
     assert sorted(p.title for p in store.passages()) == sorted(p.title for p in facts)
     wanted = [p.id for p in facts[::-1]][:7]
     assert [d.id for d in store.get(wanted)] == wanted

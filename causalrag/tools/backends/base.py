@@ -28,8 +28,11 @@ class LLM(Protocol):
 
     name: str
     usage: Usage
-    context_window: int
-    """Most tokens one prompt plus its reply may take (prompts are fitted to it: ``causalrag.budget``)."""
+
+    @property
+    def context_window(self) -> int:
+        """Most tokens one prompt plus its reply may take (prompts are fitted to it: ``causalrag.budget``)."""
+        ...
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Tokens each text takes as a generation prompt (chat template included where one applies)."""
@@ -57,7 +60,12 @@ class LLM(Protocol):
     def yes_probability(self, prompts: Sequence[str]) -> list[float]: ...
 
     def choose(
-        self, prompts: Sequence[str], options: Sequence[Sequence[str]], *, neutral: Sequence[str] | None = None, reduce: Reduce = "mean"
+        self,
+        prompts: Sequence[str],
+        options: Sequence[Sequence[str]],
+        *,
+        neutral: Sequence[str] | None = None,
+        reduce: Reduce = "mean",
     ) -> list[Choice]: ...
 
 
@@ -83,7 +91,11 @@ class Choice:
 
     def as_dict(self) -> dict:
         """JSON-ready, rounded, for traces and stream events."""
-        return {"options": list(self.options), "scores": [round(s, 4) for s in self.scores], "probs": [round(p, 4) for p in self.probs]}
+        return {
+            "options": list(self.options),
+            "scores": [round(s, 4) for s in self.scores],
+            "probs": [round(p, 4) for p in self.probs],
+        }
 
 
 def regroup(flat: Sequence, sizes: Sequence[int]) -> list[list]:
@@ -117,8 +129,11 @@ class Judge:
     """
 
     has_chat_template: bool = False
-    can_choose: bool = True
-    """Whether :meth:`choose` works with this instance (a chat server without its template cannot)."""
+
+    @property
+    def can_choose(self) -> bool:
+        """Whether :meth:`choose` works with this instance (a chat server without its template cannot)."""
+        return True
 
     def option_logprobs(self, prompts: Sequence[str], options: Sequence[Sequence[str]]) -> list[list[list[float]]]:
         """Per prompt, per option: token log-probs of the option as the reply (backends implement this)."""
@@ -149,15 +164,17 @@ class Judge:
         """
         if len(options) != len(prompts) or (neutral is not None and len(neutral) != len(prompts)):
             raise ValueError("choose needs one option list (and one neutral prompt, when given) per prompt.")
-        options = [tuple(str(o) for o in opts) for opts in options]
+        listed = [tuple(str(o) for o in opts) for opts in options]
         asked = list(prompts) + list(neutral or ())
-        per_token = self.option_logprobs(asked, options + (options if neutral is not None else []))
+        per_token = self.option_logprobs(asked, listed + (listed if neutral is not None else []))
         choices = []
-        for i, opts in enumerate(options):
+        for i, opts in enumerate(listed):
             scores = reduce_logprobs(per_token[i], reduce)
             if neutral is not None:
-                scores = [s - n for s, n in zip(scores, reduce_logprobs(per_token[len(prompts) + i], reduce))]
-            scores = [s if tokens else -math.inf for s, tokens in zip(scores, per_token[i])]
+                scores = [
+                    s - n for s, n in zip(scores, reduce_logprobs(per_token[len(prompts) + i], reduce), strict=True)
+                ]
+            scores = [s if tokens else -math.inf for s, tokens in zip(scores, per_token[i], strict=True)]
             choices.append(Choice(opts, tuple(scores), softmax(scores)))
         return choices
 

@@ -129,7 +129,13 @@ class ChatModelLLM:
     """
 
     def __init__(
-        self, chat_model: BaseChatModel, *, name: str | None = None, max_concurrency: int = 4, attempts: int = 4, context_window: int = 8192
+        self,
+        chat_model: BaseChatModel,
+        *,
+        name: str | None = None,
+        max_concurrency: int = 4,
+        attempts: int = 4,
+        context_window: int = 8192,
     ):
         self.chat_model = chat_model
         self.context_window = context_window

@@ -40,6 +40,7 @@ Sampling happens in numpy on the copied logits (greedy, or pure temperature samp
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
 import os
 import threading
@@ -50,9 +51,27 @@ from pathlib import Path
 import numpy as np
 
 from causalrag.errors import BackendUnavailableError, ModelNotFoundError
-from causalrag.tools.backends.base import NO_WORDS, YES_WORDS, Judge, Reduce, bundled_gguf, reduce_logprobs, regroup, truncate_at_stop
+from causalrag.tools.backends.base import (
+    NO_WORDS,
+    YES_WORDS,
+    Judge,
+    Reduce,
+    bundled_gguf,
+    reduce_logprobs,
+    regroup,
+    truncate_at_stop,
+)
 from causalrag.tools.coalesce import Coalescer
-from causalrag.tools.shortlist import ENV, SIZE, Shortlist, derivation_rows, derive, quantize_q8_0, ranking, shortlist_wanted
+from causalrag.tools.shortlist import (
+    ENV,
+    SIZE,
+    Shortlist,
+    derivation_rows,
+    derive,
+    quantize_q8_0,
+    ranking,
+    shortlist_wanted,
+)
 from causalrag.tools.usage import Usage, record
 
 Entry = tuple[int, int, Sequence[int], bool]
@@ -89,7 +108,9 @@ def gguf_file(spec: str | None) -> Path:
         return bundled_gguf()
     path = Path(spec).expanduser()
     if path.suffix != ".gguf":
-        raise ModelNotFoundError(spec, "the llamacpp backend loads .gguf files; use --backend transformers for folders and hub ids")
+        raise ModelNotFoundError(
+            spec, "the llamacpp backend loads .gguf files; use --backend transformers for folders and hub ids"
+        )
     if not path.is_file():
         raise ModelNotFoundError(spec, "no such file")
     return path
@@ -167,7 +188,9 @@ class LlamaCppLLM(Judge):
         params = llama_cpp.llama_context_default_params()
         params.n_ctx, params.n_batch, params.n_ubatch = n_ctx, n_batch, n_batch
         params.n_seq_max, params.kv_unified = n_seq, True  # one cache: sequences share prefix cells
-        params.n_outputs_max = params.n_outputs_max_per_seq = max_outputs  # logits buffer: max_outputs rows, not n_batch
+        params.n_outputs_max = params.n_outputs_max_per_seq = (
+            max_outputs  # logits buffer: max_outputs rows, not n_batch
+        )
         params.swa_full = True  # sliding-window layers keep every cell, so a cached prefix can be truncated
         params.n_threads = params.n_threads_batch = self.n_threads
         params.no_perf = True
@@ -186,7 +209,8 @@ class LlamaCppLLM(Judge):
             params.cb_eval = self._observer
         self._ctx = _internals.LlamaContext(model=self._model, params=params, verbose=False)
         self._memory = llama_cpp.llama_get_memory(self._ctx.ctx)
-        self._batch = _internals.LlamaBatch(n_tokens=n_batch, embd=0, n_seq_max=n_seq, verbose=False)  # a cell may serve every sequence
+        # a cell may serve every sequence
+        self._batch = _internals.LlamaBatch(n_tokens=n_batch, embd=0, n_seq_max=n_seq, verbose=False)
         self.n_ctx, self.n_batch, self.n_seq, self.max_outputs = n_ctx, n_batch, n_seq, max_outputs
         self.parallel = max(1, min(parallel, n_seq // 2))  # half the sequences stay free for the cache
         self.n_vocab = self._model.n_vocab()
@@ -237,7 +261,7 @@ class LlamaCppLLM(Judge):
         # these types' dot products quantize the activations to 8 bits in blocks of 32
         q8_0 = matrix.tensor_type.name in ("Q8_0", "Q4_0", "Q5_0", "Q4_1", "Q5_1", "IQ4_NL")
 
-        def rows(ids: np.ndarray):
+        def rows(ids: np.ndarray) -> torch.Tensor:
             values = gguf.quants.dequantize(np.asarray(matrix.data[ids]), matrix.tensor_type)
             return torch.from_numpy(np.ascontiguousarray(values, dtype=np.float32).reshape(len(ids), -1))
 
@@ -310,7 +334,9 @@ class LlamaCppLLM(Judge):
 
     def _piece(self, token: int) -> bytes:
         """The bytes of one generated token (special tokens render as nothing, as with ``skip_special_tokens``)."""
-        n = self._lib.llama_token_to_piece(self._model.vocab, token, self._piece_buffer, len(self._piece_buffer), 0, False)
+        n = self._lib.llama_token_to_piece(
+            self._model.vocab, token, self._piece_buffer, len(self._piece_buffer), 0, False
+        )
         return self._piece_buffer.raw[: max(n, 0)]
 
     def _single_token_ids(self, words: Sequence[str]) -> list[int]:
@@ -367,7 +393,7 @@ class LlamaCppLLM(Judge):
                 j = 0
                 for i in range(n):
                     if batch.logits[i]:
-                        if hidden:
+                        if captured is not None:  # hidden states were asked for (and counted above)
                             use(start + i, captured[j])
                             j += 1
                         else:
@@ -397,24 +423,25 @@ class LlamaCppLLM(Judge):
         """
         lib, memory = self._lib, self._memory
         best = []
-        for tokens, first in zip(rows, firsts):
+        for tokens, first in zip(rows, firsts, strict=True):
             shared = [min(common_prefix(held, tokens), first) for held in self._held]
             source = max(range(self.n_seq), key=shared.__getitem__)
             best.append((source, shared[source]))
         readers = Counter(s for s, n in best if n)
         sources = set(readers)
-        seqs: list[int | None] = [None] * len(rows)
+        placed: dict[int, int] = {}  # row → the sequence it runs in
         for r, (source, n) in enumerate(best):
             if n and readers[source] == 1:
-                seqs[r] = source
+                placed[r] = source
                 lib.llama_memory_seq_rm(memory, source, n, -1)
         free = sorted((s for s in range(self.n_seq) if s not in sources), key=self._used.__getitem__)
         for r, (source, n) in enumerate(best):
-            if seqs[r] is None:
-                seqs[r] = target = free.pop(0)
+            if r not in placed:
+                placed[r] = target = free.pop(0)
                 lib.llama_memory_seq_rm(memory, target, -1, -1)
                 if n:
                     lib.llama_memory_seq_cp(memory, source, target, 0, n)
+        seqs = [placed[r] for r in range(len(rows))]
         self._clock += 1
         for s in set(seqs) | sources:
             self._used[s] = self._clock
@@ -443,7 +470,7 @@ class LlamaCppLLM(Judge):
         """
         if not reuse:
             self.clear_cache()
-        seqs, starts = self._assign(rows, [min(w, default=len(t) - 1) for t, w in zip(rows, wants)])
+        seqs, starts = self._assign(rows, [min(w, default=len(t) - 1) for t, w in zip(rows, wants, strict=True)])
         nodes: dict[tuple[int, int], int] = {}
         entries: list[list] = []  # [token, position, sequences, wants logits]
         readers: dict[int, list[tuple[int, int]]] = {}
@@ -464,22 +491,29 @@ class LlamaCppLLM(Judge):
         # decode 1.8x slower (MoI's ten orderings: 21.4 -> 11.8 s a question)
         order = [k for k, e in enumerate(entries) if e[2]]
         batch = [tuple(entries[k]) for k in order]
-        record(self.usage, Usage(prompt_tokens=len(batch)))  # the tokens computed: cached prefixes and shared cells count once
+        # the tokens computed: cached prefixes and shared cells count once
+        record(self.usage, Usage(prompt_tokens=len(batch)))
 
         self._decode(batch, lambda i, logits: use(logits, readers[order[i]]), keep=seqs, hidden=hidden)
         return seqs
 
-    def _rounds(self, items: Sequence[int], tokens: Callable[[int], list[int]], *, rows: int, extra: int = 0) -> Iterator[list[int]]:
+    def _rounds(
+        self, items: Sequence[int], tokens: Callable[[int], list[int]], *, rows: int, extra: int = 0
+    ) -> Iterator[list[int]]:
         """Group items (in lexicographic order of their tokens, so shared prefixes sit together) into
         rounds of at most ``rows`` whose new KV cells (tokens past the previous item's common prefix,
         plus ``extra`` each) fit the context."""
         budget = self.n_ctx - 16
         group: list[int] = []
-        used, previous = 0, []
+        used = 0
+        previous: list[int] = []
         for i in sorted(items, key=tokens):
             need = len(tokens(i)) + extra
             if need > budget:
-                raise ValueError(f"A prompt of {need} tokens does not fit the {self.n_ctx}-token llama.cpp context: pass a larger n_ctx.")
+                raise ValueError(
+                    f"A prompt of {need} tokens does not fit the {self.n_ctx}-token "
+                    "llama.cpp context: pass a larger n_ctx."
+                )
             need -= common_prefix(previous, tokens(i)) if group else 0
             if group and (len(group) == rows or used + need > budget):
                 yield group
@@ -522,6 +556,9 @@ class LlamaCppLLM(Judge):
             for r, _ in readers:  # rows with the same prompt (samples) draw one token each
                 picked[r] = self._pick(logits, temperature, rng)
 
+        def pick_step(rows: list[int], k: int, logits: np.ndarray) -> None:  # entry k of a step is row rows[k]
+            pick(logits, [(rows[k], 0)])
+
         with self._lock:
             try:
                 seqs = self._fill(prompts, [[len(p) - 1] for p in prompts], pick, reuse=reuse)
@@ -548,7 +585,7 @@ class LlamaCppLLM(Judge):
                         self._held[seqs[r]].append(token)
                     active = stepping
                     if step:
-                        self._decode(step, lambda k, v: pick(v, [(stepping[k], 0)]), keep=seqs)
+                        self._decode(step, functools.partial(pick_step, stepping), keep=seqs)
             except BaseException:
                 self.clear_cache()
                 raise
@@ -567,12 +604,22 @@ class LlamaCppLLM(Judge):
     ) -> list[list[str]]:
         """``n`` completions per prompt; rows decode ``parallel`` at a time. Greedy returns ``n`` copies.
 
-        Calls from parallel graph branches with the same settings are decoded together (:mod:`causalrag.tools.coalesce`).
+        Calls from parallel graph branches with the same settings are decoded together
+        (:mod:`causalrag.tools.coalesce`).
         """
-        return self._coalesced(prompts, max_new_tokens=max_new_tokens, temperature=temperature, n=n, stop=stop, seed=seed)
+        return self._coalesced(
+            prompts, max_new_tokens=max_new_tokens, temperature=temperature, n=n, stop=stop, seed=seed
+        )
 
     def _generate_batched(
-        self, prompts: Sequence[str], *, max_new_tokens: int, temperature: float, n: int, stop: Sequence[str] | None, seed: int | None
+        self,
+        prompts: Sequence[str],
+        *,
+        max_new_tokens: int,
+        temperature: float,
+        n: int,
+        stop: Sequence[str] | None,
+        seed: int | None,
     ) -> list[list[str]]:
         samples = n if temperature > 0 else 1
         encoded = [self._prompt_tokens(p) for p in prompts]
@@ -580,7 +627,9 @@ class LlamaCppLLM(Judge):
         rng = np.random.default_rng(seed)
         texts = [""] * len(rows)
         with self._lock:
-            rounds = self._rounds(range(len(rows)), lambda r: encoded[rows[r]], rows=self.parallel, extra=max_new_tokens)
+            rounds = self._rounds(
+                range(len(rows)), lambda r: encoded[rows[r]], rows=self.parallel, extra=max_new_tokens
+            )
             for group in rounds:
                 decoded = self._decode_rows(
                     [encoded[rows[g]] for g in group],
@@ -593,7 +642,7 @@ class LlamaCppLLM(Judge):
                 for r, text in decoded:
                     texts[group[r]] = text
         outputs: list[list[str]] = [[] for _ in prompts]
-        for r, text in zip(rows, texts):
+        for r, text in zip(rows, texts, strict=True):
             outputs[r].append(text)
         record(self.usage, Usage(calls=len(prompts) * n))
         return [o * n if samples == 1 else o for o in outputs]
@@ -603,7 +652,11 @@ class LlamaCppLLM(Judge):
         hold = max((len(s) for s in stop or ()), default=1) - 1
         text, sent = "", 0
         rows = self._decode_rows(
-            [self._prompt_tokens(prompt)], max_new_tokens=max_new_tokens, temperature=0.0, rng=np.random.default_rng(0), stop=stop
+            [self._prompt_tokens(prompt)],
+            max_new_tokens=max_new_tokens,
+            temperature=0.0,
+            rng=np.random.default_rng(0),
+            stop=stop,
         )
         for _, text in rows:
             if len(text) - hold > sent:
@@ -629,14 +682,15 @@ class LlamaCppLLM(Judge):
                 states: list[np.ndarray] = []
                 where: list[tuple[int, int]] = []  # (row, position of the scored token)
 
+                # _fill calls it within this round, so it reads this round's group, states and where
                 def score(output: np.ndarray, readers: list[tuple[int, int]]) -> None:
                     if self.shortlist is not None:
-                        states.extend([output] * len(readers))
-                        where.extend((group[r], p + 1) for r, p in readers)
+                        states.extend([output] * len(readers))  # noqa: B023
+                        where.extend((group[r], p + 1) for r, p in readers)  # noqa: B023
                         return
                     norm = log_normalizer(output)
                     for r, p in readers:
-                        i = group[r]
+                        i = group[r]  # noqa: B023
                         result[i][p - len(heads[i]) + 1] = float(output[rows[i][p + 1]]) - norm
 
                 try:
@@ -645,8 +699,8 @@ class LlamaCppLLM(Judge):
                 except BaseException:
                     self.clear_cache()
                     raise
-                if where:
-                    for (i, p), lp in zip(where, self.shortlist.logprobs(np.stack(states), rows, where)):
+                if where and self.shortlist is not None:  # only a shortlist's scoring fills ``where``
+                    for (i, p), lp in zip(where, self.shortlist.logprobs(np.stack(states), rows, where), strict=True):
                         result[i][p - len(heads[i])] = lp
         return result
 
@@ -666,8 +720,12 @@ class LlamaCppLLM(Judge):
         """Token log-probs of every option as the reply to its (chat-formatted) prompt; each prompt decodes once."""
         heads = [self._prompt_tokens(p) for p in prompts]
         flat = self._score_tokens(
-            [h for h, opts in zip(heads, options) for _ in opts],
-            [self._tokens(self.reply_text(p, o), start=False) for p, opts in zip(prompts, options) for o in opts],
+            [h for h, opts in zip(heads, options, strict=True) for _ in opts],
+            [
+                self._tokens(self.reply_text(p, o), start=False)
+                for p, opts in zip(prompts, options, strict=True)
+                for o in opts
+            ],
         )
         record(self.usage, Usage(calls=len(prompts)))
         return regroup(flat, [len(opts) for opts in options])

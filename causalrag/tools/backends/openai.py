@@ -13,8 +13,8 @@
 A server that lacks a capability (llama.cpp's own ``llama-server`` and TGI refuse ``echo``; OpenAI's
 own API gives no prompt log-probs) gives :class:`~causalrag.errors.ScoringUnavailableError` naming it;
 llama-cpp-python's server scores with ``--logits_all true``, and needs ``--interrupt_requests false``
-for requests in flight together (by default a new request cuts a running stream short). Requests run ``max_concurrency`` at a
-time from a thread pool, each retried with exponential back-off on timeouts, connection errors,
+for requests in flight together (by default a new request cuts a running stream short). Requests run
+``max_concurrency`` at a time from a thread pool, each retried with exponential back-off on timeouts, connection errors,
 429 and 5xx answers. Usage is counted from the servers' ``usage`` fields in the calling thread, so
 :func:`~causalrag.tools.usage.metered` blocks see it.
 """
@@ -26,18 +26,29 @@ import math
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 import httpx
 from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential
 
 from causalrag.config import settings
 from causalrag.errors import ScoringUnavailableError, ServerRequestError, ServerUnreachableError
-from causalrag.tools.backends.base import NO_WORDS, YES_WORDS, Judge, Reduce, estimate_tokens, reduce_logprobs, regroup, truncate_at_stop
+from causalrag.tools.backends.base import (
+    NO_WORDS,
+    YES_WORDS,
+    Judge,
+    Reduce,
+    estimate_tokens,
+    reduce_logprobs,
+    regroup,
+    truncate_at_stop,
+)
 from causalrag.tools.usage import Usage, record
 
 T = TypeVar("T")
 R = TypeVar("R")
+Api = Literal["chat", "completions"]
+"""The server API a client speaks: chat messages, or plain completions (which can score replies)."""
 
 RETRY_STATUS = {408, 429, 500, 502, 503, 504}
 ECHO = "prompt log-probabilities (completions with echo=true and logprobs)"
@@ -64,7 +75,7 @@ class OpenAILLM(Judge):
         base_url: str,
         model: str | None = None,
         *,
-        api: Literal["chat", "completions"] = "chat",
+        api: Api = "chat",
         api_key: str | None = None,
         timeout: float = 120.0,
         max_concurrency: int = 4,
@@ -103,9 +114,18 @@ class OpenAILLM(Judge):
         s = settings()
         if not s.openai_url:
             raise ServerUnreachableError(None)
-        template = Path(s.openai_chat_template).expanduser().read_text(encoding="utf-8") if s.openai_chat_template else None
-        return cls(s.openai_url, s.openai_model or model, api=s.openai_api, api_key=s.openai_key, chat_template=template,
-                   context_window=s.openai_context, max_concurrency=s.openai_concurrency)  # type: ignore[arg-type]
+        template = (
+            Path(s.openai_chat_template).expanduser().read_text(encoding="utf-8") if s.openai_chat_template else None
+        )
+        return cls(
+            s.openai_url,
+            s.openai_model or model,
+            api=cast(Api, s.openai_api),  # __init__ rejects any other value with a clear error
+            api_key=s.openai_key,
+            chat_template=template,
+            context_window=s.openai_context,
+            max_concurrency=s.openai_concurrency,
+        )
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Estimated from the text's length: the OpenAI API has no tokenize call, and the estimate errs long."""
@@ -124,12 +144,15 @@ class OpenAILLM(Judge):
         if not self.chat_template:
             raise ScoringUnavailableError(
                 f"openai ({self.base_url}, model {self.name}, chat API)",
-                "scored choices without the model's chat template (set CAUSALRAG_OPENAI_CHAT_TEMPLATE to its Jinja file, or use CAUSALRAG_OPENAI_API=completions)",
+                "scored choices without the model's chat template (set CAUSALRAG_OPENAI_CHAT_TEMPLATE to its Jinja "
+                "file, or use CAUSALRAG_OPENAI_API=completions)",
             )
         from jinja2.sandbox import ImmutableSandboxedEnvironment
 
         template = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True).from_string(self.chat_template)
-        return template.render(messages=[{"role": "user", "content": prompt}], add_generation_prompt=True, bos_token="", eos_token="")
+        return template.render(
+            messages=[{"role": "user", "content": prompt}], add_generation_prompt=True, bos_token="", eos_token=""
+        )
 
     # ---- HTTP
     def _first_model(self) -> str:
@@ -175,7 +198,9 @@ class OpenAILLM(Judge):
         )
 
     # ---- generation
-    def _payload(self, prompt: str, *, max_new_tokens: int, temperature: float, stop: Sequence[str] | None, seed: int | None) -> tuple[str, dict]:
+    def _payload(
+        self, prompt: str, *, max_new_tokens: int, temperature: float, stop: Sequence[str] | None, seed: int | None
+    ) -> tuple[str, dict]:
         body: dict[str, Any] = {"max_tokens": max_new_tokens, "temperature": temperature, **self.sampling}
         if temperature > 0:
             body["top_p"] = 1.0
@@ -204,7 +229,13 @@ class OpenAILLM(Judge):
         """``n`` completions per prompt, one request each (``seed + k`` for the k-th sample)."""
         calls = n if temperature > 0 else 1
         jobs = [
-            self._payload(p, max_new_tokens=max_new_tokens, temperature=temperature, stop=stop, seed=None if seed is None else seed + k)
+            self._payload(
+                p,
+                max_new_tokens=max_new_tokens,
+                temperature=temperature,
+                stop=stop,
+                seed=None if seed is None else seed + k,
+            )
             for p in prompts
             for k in range(calls)
         ]
@@ -225,7 +256,11 @@ class OpenAILLM(Judge):
                     if not line.startswith("data:") or line[5:].strip() == "[DONE]":
                         continue
                     choice = (json.loads(line[5:]).get("choices") or [{}])[0]
-                    piece = (choice.get("delta") or {}).get("content") or "" if self.api == "chat" else choice.get("text") or ""
+                    piece = (
+                        (choice.get("delta") or {}).get("content") or ""
+                        if self.api == "chat"
+                        else choice.get("text") or ""
+                    )
                     full = text + piece
                     cut = truncate_at_stop(full, stop)
                     if len(cut) > len(text):
@@ -254,13 +289,14 @@ class OpenAILLM(Judge):
         if not offsets or values is None:
             raise ScoringUnavailableError(f"openai ({self.base_url}, model {self.name})", ECHO)
         start, end = len(prefix), len(prefix) + len(continuation)
-        return [float(v) for o, v in zip(offsets, values) if start <= o < end and v is not None], reply
+        # the server's two lists: a token without an offset (or a value) is not one of the continuation's
+        return [float(v) for o, v in zip(offsets, values, strict=False) if start <= o < end and v is not None], reply
 
     def token_logprobs(self, prefixes: Sequence[str], continuations: Sequence[str]) -> list[list[float]]:
         """Per-token log-probs of each continuation, from the server's echoed prompt."""
         if len(prefixes) != len(continuations):
             raise ValueError("logprob needs one prefix per continuation.")
-        results = self._map(self._echo, list(zip(prefixes, continuations)))
+        results = self._map(self._echo, list(zip(prefixes, continuations, strict=True)))
         self._record([r for _, r in results if r], len(results))
         return [lps for lps, _ in results]
 
@@ -272,7 +308,7 @@ class OpenAILLM(Judge):
         """Token log-probs of every option as the reply to its prompt: one echoed completion per option
         (the API has no shared prefix; the requests run ``max_concurrency`` at a time)."""
         heads = [self.format(p) for p in prompts]
-        jobs = [(h, self.reply_text(p, o)) for h, p, opts in zip(heads, prompts, options) for o in opts]
+        jobs = [(h, self.reply_text(p, o)) for h, p, opts in zip(heads, prompts, options, strict=True) for o in opts]
         results = self._map(self._echo, jobs)
         self._record([r for _, r in results if r], len(prompts))
         return regroup([lps for lps, _ in results], [len(opts) for opts in options])
@@ -285,7 +321,9 @@ class OpenAILLM(Judge):
             content = (reply["choices"][0].get("logprobs") or {}).get("content") or []
             top = {t["token"]: t["logprob"] for t in content[0].get("top_logprobs", [])} if content else {}
         else:
-            reply = self._request("completions", {"prompt": prompt, "max_tokens": 1, "temperature": 0.0, "logprobs": 20}, capability=NEXT)
+            reply = self._request(
+                "completions", {"prompt": prompt, "max_tokens": 1, "temperature": 0.0, "logprobs": 20}, capability=NEXT
+            )
             tops = (reply["choices"][0].get("logprobs") or {}).get("top_logprobs") or []
             top = dict(tops[0] or {}) if tops else {}
         if not top:

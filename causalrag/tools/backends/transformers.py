@@ -1,4 +1,5 @@
-"""The transformers backend: a local Hugging Face causal LM behind the :class:`~causalrag.tools.backends.base.LLM` protocol.
+"""The transformers backend: a local Hugging Face causal LM behind the
+:class:`~causalrag.tools.backends.base.LLM` protocol.
 
 Two compute paths serve every method (see ``docs/methods.md``):
 
@@ -33,6 +34,8 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from unittest.mock import patch
 
 from causalrag.config import settings
 from causalrag.errors import CausalRAGError, ModelNotFoundError
@@ -51,6 +54,10 @@ from causalrag.tools.coalesce import Coalescer
 from causalrag.tools.shortlist import SIZE, Shortlist, derivation_rows, derive, ranking, shortlist_wanted
 from causalrag.tools.usage import Usage, record
 
+if TYPE_CHECKING:
+    import torch
+    from transformers import Cache
+
 log = logging.getLogger(__name__)
 
 HEAD_MIN = 16
@@ -58,6 +65,8 @@ HEAD_MIN = 16
 HEAD_TOKENS = 16384
 """Tokens of heads kept (the bundled model's fp32 KV: ~37 KB a token, ~6 KB past its 512-token sliding
 window; a 7B model's bf16 KV ~57 KB a token, so ~1 GB at most)."""
+Head = tuple["Cache", "torch.Tensor"]
+"""A run head: its KV cache (batch of one) and the hidden state of its last token."""
 
 
 def shared_head(rows: Sequence[Sequence[int]], limit: int | None = None) -> int:
@@ -75,17 +84,19 @@ class HeadCache:
 
     def __init__(self, tokens: int = HEAD_TOKENS) -> None:
         self.tokens = tokens
-        self._entries: OrderedDict[tuple[int, ...], tuple] = OrderedDict()
+        self._entries: OrderedDict[tuple[int, ...], Head] = OrderedDict()
 
-    def longest(self, tokens: Sequence[int]) -> tuple[int, tuple | None]:
+    def longest(self, tokens: Sequence[int]) -> tuple[int, Head | None]:
         """The longest stored head that ``tokens`` start with: its length and (cache, last hidden state)."""
-        found = max((k for k in self._entries if len(k) <= len(tokens) and tuple(tokens[: len(k)]) == k), key=len, default=None)
+        found = max(
+            (k for k in self._entries if len(k) <= len(tokens) and tuple(tokens[: len(k)]) == k), key=len, default=None
+        )
         if found is None:
             return 0, None
         self._entries.move_to_end(found)
         return len(found), self._entries[found]
 
-    def put(self, tokens: Sequence[int], value: tuple) -> None:
+    def put(self, tokens: Sequence[int], value: Head) -> None:
         self._entries[tuple(tokens)] = value
         self._entries.move_to_end(tuple(tokens))
         while len(self._entries) > 1 and sum(map(len, self._entries)) > self.tokens:
@@ -101,12 +112,8 @@ def one_gguf_parse() -> Iterator[None]:
     262k-entry vocabulary one field at a time is most of a conversion: parse each file once."""
     import gguf
 
-    original = gguf.GGUFReader
-    gguf.GGUFReader = functools.lru_cache(maxsize=2)(original)
-    try:
+    with patch.object(gguf, "GGUFReader", functools.lru_cache(maxsize=2)(gguf.GGUFReader)):
         yield
-    finally:
-        gguf.GGUFReader = original
 
 
 def plain_copy(gguf: Path, cache: Path) -> Path:
@@ -164,14 +171,16 @@ def model_location(spec: str | None) -> str:
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
-def pick_dtype(requested: str, device: str):
+def pick_dtype(requested: str, device: str) -> torch.dtype:
     """The weights' torch dtype: ``requested`` (``CAUSALRAG_DTYPE``), where ``auto`` is bf16 on CUDA
     and fp32 elsewhere (the answers every real-model test asserts; ``bfloat16`` on a CPU with native
     bf16 decodes ~1.6× faster and may change close choices, see docs/performance.md)."""
     import torch
 
     if requested not in DTYPES:
-        raise CausalRAGError(f"CAUSALRAG_DTYPE={requested!r} is not one of {', '.join(DTYPES)}: set one of them, or unset it.")
+        raise CausalRAGError(
+            f"CAUSALRAG_DTYPE={requested!r} is not one of {', '.join(DTYPES)}: set one of them, or unset it."
+        )
     if requested == "auto":
         return torch.bfloat16 if device == "cuda" else torch.float32
     return getattr(torch, requested)
@@ -208,11 +217,13 @@ class TransformersLLM(Judge):
         hf_logging.disable_progress_bar()
         self._torch = torch
         self.device = pick_device(device or settings().device)
-        dtype = pick_dtype(dtype or settings().dtype, self.device)  # a bad value fails before any conversion
+        weights = pick_dtype(dtype or settings().dtype, self.device)  # a bad value fails before any conversion
         location = model_location(model)
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(location)
-            self.model = AutoModelForCausalLM.from_pretrained(location, dtype=dtype).to(self.device).eval()
+            loaded = AutoModelForCausalLM.from_pretrained(location, dtype=weights)
+            # transformers wraps PreTrainedModel.to in a decorator whose type loses the bound self
+            self.model = loaded.to(self.device).eval()  # type: ignore[arg-type]
         except (OSError, ValueError) as exc:
             raise ModelNotFoundError(model or location, type(exc).__name__) from exc
         self.name = Path(location).name.removesuffix("-plain") if model is None else str(model)
@@ -255,7 +266,7 @@ class TransformersLLM(Judge):
         total, count = torch.zeros(self.model.config.vocab_size, dtype=torch.float64, device=self.device), 0
         with self._lock, torch.inference_mode():
             for batch in self._chunks([len(r) for r in rows], range(len(rows))):
-                hidden = self._run([rows[i] for i in batch]).last_hidden_state
+                hidden, _ = self._run([rows[i] for i in batch])
                 states = torch.cat([hidden[b, : len(rows[i]) - 1] for b, i in enumerate(batch)])
                 for s in range(0, len(states), 64):
                     total += torch.softmax(self._logits(states[s : s + 64]), dim=-1).sum(0, dtype=torch.float64)
@@ -281,7 +292,8 @@ class TransformersLLM(Judge):
         """Apply the chat template when the model has one; base models take the prompt as it is."""
         if not self.has_chat_template:
             return prompt
-        return self.tokenizer.apply_chat_template(
+        # with tokenize=False the template renders text; transformers' return type does not overload on it
+        return self.tokenizer.apply_chat_template(  # type: ignore[return-value]
             [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
         )
 
@@ -360,10 +372,19 @@ class TransformersLLM(Judge):
         torch's global generator before each batch, for reproducible sampling. Calls from parallel
         graph branches with the same settings are decoded together (:mod:`causalrag.tools.coalesce`).
         """
-        return self._coalesced(prompts, max_new_tokens=max_new_tokens, temperature=temperature, n=n, stop=stop, seed=seed)
+        return self._coalesced(
+            prompts, max_new_tokens=max_new_tokens, temperature=temperature, n=n, stop=stop, seed=seed
+        )
 
     def _generate_batched(
-        self, prompts: Sequence[str], *, max_new_tokens: int, temperature: float, n: int, stop: Sequence[str] | None, seed: int | None
+        self,
+        prompts: Sequence[str],
+        *,
+        max_new_tokens: int,
+        temperature: float,
+        n: int,
+        stop: Sequence[str] | None,
+        seed: int | None,
     ) -> list[list[str]]:
         torch = self._torch
         texts = [self.format(p) for p in prompts]
@@ -444,13 +465,13 @@ class TransformersLLM(Judge):
         )
 
     # ---- scoring
-    def _logits(self, hidden):
+    def _logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Output-layer logits for a few hidden states (never the whole sequence × vocabulary)."""
         logits = self.model.get_output_embeddings()(hidden).float()
         cap = getattr(self.model.config, "final_logit_softcapping", None)
         return self._torch.tanh(logits / cap) * cap if cap else logits
 
-    def _token_logprobs(self, hidden, targets) -> list[float]:
+    def _token_logprobs(self, hidden: torch.Tensor, targets: torch.Tensor) -> list[float]:
         """log p(target | position) for rows of ``hidden``, in slices to bound the vocabulary-sized memory."""
         torch = self._torch
         out: list[float] = []
@@ -460,8 +481,9 @@ class TransformersLLM(Judge):
             out += logp.gather(1, targets[s : s + step, None])[:, 0].tolist()
         return out
 
-    def _run(self, ids: list[list[int]], **kwargs):
-        """One forward pass of the decoder over right-padded rows; returns last hidden states."""
+    def _run(self, ids: list[list[int]], **kwargs: Any) -> tuple[torch.Tensor, Cache | None]:
+        """One forward pass of the decoder over right-padded rows; returns the last hidden states, and the
+        KV cache when asked for (``use_cache=True``)."""
         torch = self._torch
         width = max(map(len, ids))
         pad = self.tokenizer.pad_token_id
@@ -474,19 +496,22 @@ class TransformersLLM(Judge):
             kwargs["position_ids"] = torch.arange(offset, offset + width, device=self.device)[None].expand(len(ids), -1)
         out = self.model.get_decoder()(input_ids=input_ids, attention_mask=mask, **kwargs)
         record(self.usage, Usage(prompt_tokens=int(sum(map(len, ids))), forward_passes=1))
-        return out
+        assert out.last_hidden_state is not None, "a decoder returns its hidden states"
+        return out.last_hidden_state, out.cache
 
-    def _head(self, tokens: list[int]):
+    def _head(self, tokens: list[int]) -> Head:
         """A fresh KV cache (batch of one) holding ``tokens`` and the last one's hidden state: the longest
         stored head they start with is extended by the rest, and the result stored as a head."""
         n, stored = self._heads.longest(tokens)
         if n < len(tokens):
-            out = self._run([tokens[n:]], cache=copy.deepcopy(stored[0]) if stored else None, use_cache=True)
-            stored = (out.cache, out.last_hidden_state[:, -1:])
+            hidden, cache = self._run([tokens[n:]], cache=copy.deepcopy(stored[0]) if stored else None, use_cache=True)
+            assert cache is not None, "use_cache=True returns the cache"
+            stored = (cache, hidden[:, -1:])
             self._heads.put(tokens, stored)
+        assert stored is not None, "a stored head holds every token, or one was just run"
         return copy.deepcopy(stored[0]), stored[1]
 
-    def _hidden(self, rows: list[list[int]], limit: int):
+    def _hidden(self, rows: list[list[int]], limit: int) -> tuple[torch.Tensor, int]:
         """Last hidden states of a batch of rows (right-padded) and the offset that maps a position to its column.
 
         The rows' shared head (at most ``limit`` tokens) comes from :meth:`_head`; the rest of each row
@@ -494,26 +519,30 @@ class TransformersLLM(Judge):
         """
         h = shared_head(rows, limit)
         if h < HEAD_MIN:
-            return self._run(rows).last_hidden_state, 0
+            return self._run(rows)[0], 0
         cache, last = self._head(rows[0][:h])
         cache.batch_repeat_interleave(len(rows))
-        hidden = self._run([r[h:] for r in rows], cache=cache, use_cache=True).last_hidden_state
+        hidden, _ = self._run([r[h:] for r in rows], cache=cache, use_cache=True)
         return self._torch.cat([last.expand(len(rows), -1, -1), hidden], dim=1), h - 1
 
     def _score_rows(self, seqs: list[list[int]], starts: list[int]) -> list[list[float]]:
         """log p of every token of each row from ``starts[r]`` on, given the tokens before it (one batch)."""
         hidden, offset = self._hidden(seqs, min(starts))
-        rows, cols, where = [], [], []
-        for r, (seq, start) in enumerate(zip(seqs, starts)):
+        rows: list[int] = []
+        cols: list[int] = []
+        where: list[tuple[int, int]] = []
+        for r, (seq, start) in enumerate(zip(seqs, starts, strict=True)):
             for pos in range(start, len(seq)):
-                rows.append(r), cols.append(pos - 1 - offset), where.append((r, pos))
+                rows.append(r)
+                cols.append(pos - 1 - offset)
+                where.append((r, pos))
         if self.shortlist is not None:
             lps = self.shortlist.logprobs(hidden[rows, cols], seqs, where)
         else:
             targets = self._torch.tensor([seqs[r][p] for r, p in where], device=self.device)
             lps = self._token_logprobs(hidden[rows, cols], targets)
         out, k = [], 0
-        for seq, start in zip(seqs, starts):
+        for seq, start in zip(seqs, starts, strict=True):
             out.append(lps[k : k + len(seq) - start])
             k += len(seq) - start
         return out
@@ -526,7 +555,7 @@ class TransformersLLM(Judge):
         The prefix every row shares (the few-shot header) runs first, once, as a head the others extend.
         """
         torch = self._torch
-        seqs = [p + c for p, c in zip(prefixes, conts)]
+        seqs = [p + c for p, c in zip(prefixes, conts, strict=True)]
         result: list[list[float]] = [[] for _ in conts]
         groups: dict[tuple[int, ...], list[int]] = {}
         for i in range(len(conts)):
@@ -540,7 +569,9 @@ class TransformersLLM(Judge):
             if len(groups) > 1 and (h := shared_head(list(groups))) >= HEAD_MIN:
                 self._head(list(next(iter(groups)))[:h])
             for batch in batches:
-                for i, lps in zip(batch, self._score_rows([seqs[i] for i in batch], [len(prefixes[i]) for i in batch])):
+                for i, lps in zip(
+                    batch, self._score_rows([seqs[i] for i in batch], [len(prefixes[i]) for i in batch]), strict=True
+                ):
                     result[i] = lps
         return result
 
@@ -563,8 +594,12 @@ class TransformersLLM(Judge):
     def option_logprobs(self, prompts: Sequence[str], options: Sequence[Sequence[str]]) -> list[list[list[float]]]:
         """Token log-probs of every option as the reply to its (chat-formatted) prompt; each prompt runs once."""
         heads = [self._prompt_ids(p) for p in prompts]
-        prefixes = [h for h, opts in zip(heads, options) for _ in opts]
-        conts = [self._ids(self.reply_text(p, o), start=False) for p, opts in zip(prompts, options) for o in opts]
+        prefixes = [h for h, opts in zip(heads, options, strict=True) for _ in opts]
+        conts = [
+            self._ids(self.reply_text(p, o), start=False)
+            for p, opts in zip(prompts, options, strict=True)
+            for o in opts
+        ]
         flat = self._score_ids(prefixes, conts)
         record(self.usage, Usage(calls=len(prompts)))
         return regroup(flat, [len(opts) for opts in options])
@@ -576,7 +611,9 @@ class TransformersLLM(Judge):
     def yes_probability(self, prompts: Sequence[str]) -> list[float]:
         """P(yes) / (P(yes) + P(no)) for the next token after each (chat-formatted) prompt."""
         torch = self._torch
-        ids = [self.tokenizer(self.format(p), add_special_tokens=not self.has_chat_template)["input_ids"] for p in prompts]
+        ids = [
+            self.tokenizer(self.format(p), add_special_tokens=not self.has_chat_template)["input_ids"] for p in prompts
+        ]
         probs: list[float] = [0.5] * len(ids)
         order = sorted(range(len(ids)), key=ids.__getitem__)  # token order: neighbours share a head
         for batch in self._chunks([len(i) for i in ids], order):
@@ -591,7 +628,7 @@ class TransformersLLM(Judge):
                     p = torch.softmax(torch.as_tensor(logits), dim=-1)
                     yes, no = p[:, : len(self._yes_ids)].sum(-1), p[:, len(self._yes_ids) :].sum(-1)
                 share = (yes / (yes + no).clamp_min(1e-12)).tolist()
-            for i, s in zip(batch, share):
+            for i, s in zip(batch, share, strict=True):
                 probs[i] = float(s)
         record(self.usage, Usage(calls=len(ids)))
         return probs
