@@ -46,7 +46,7 @@ from causalrag.nodes.common import context, emit, llm_of, question_of, traced
 from causalrag.nodes.evidence import Group, group_readings, passage_text, read_cached
 from causalrag.prompts.common import ANSWER_STOP, answer_prompt
 from causalrag.state.base import Assessment, Route, RoutedContext, TriageState
-from causalrag.text import clean_answer, mentions, normalize_answer, same_answer
+from causalrag.text import clean_answer, mentions, normalize_answer, same_answer, states
 from causalrag.tools.backends.base import LLM
 
 R = TypeVar("R", bound=RoutedContext)
@@ -79,8 +79,8 @@ def shape_of(
     with, the joint reading stands; ``agree``; ``unanswered`` (no passage answers alone, but one
     states the joint reading's answer: a bridge); ``unsupported`` (no passage answers alone and none
     states the joint reading's answer, ``stated`` false: off-topic passages), where the model's own
-    answer is taken however sure it is; and ``contradicted`` when the model's own answer overrules what the passages say (their
-    first group, else the joint reading): it is sure of it (mean per-token log-probability ≥
+    answer is taken however sure it is; and ``contradicted`` when the model's own answer overrules what
+    the passages say (their first group, else the joint reading): it is sure of it (mean per-token log-probability ≥
     ``knowledge_confidence``), or it sides with a minority of the sources and is at least
     ``minority_confidence`` sure.
     """
@@ -116,7 +116,7 @@ def assess(state: TriageState, runtime: Runtime[R]) -> dict[str, Any]:
     groups = group_readings(readings, [d.id or str(i) for i, d in enumerate(docs)])
     closed = closed_book_answer(llm, question, ctx.max_new_tokens)
     sure = confidence(llm, question, closed)
-    stated = any(mentions(standard, passage_text(d)) for d in docs)
+    stated = any(states(passage_text(d), standard, question) for d in docs)
     shape, route, believed = shape_of(groups, standard, closed, sure, ctx, stated=stated)
     assessment: Assessment = {
         "shape": shape, "route": route if ctx.mechanism == "auto" else ctx.mechanism, "standard": standard,
