@@ -18,6 +18,8 @@ import string
 from collections import Counter
 from collections.abc import Sequence
 
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
 _PUNCT = set(string.punctuation)
 _LEADS = re.compile(r"^(?:final answer|the answer is|answer)\s*[:\-]?\s*", re.IGNORECASE)
 _YES_NO_SENTENCE = re.compile(r"^(yes|no)\s*[,.;:!]", re.IGNORECASE)  # "Yes, both are American." answers "Yes"
@@ -130,6 +132,18 @@ def mentions(answer: str, text: str) -> bool:
     """The normalized answer occurs as whole words in the normalized text (an empty answer never does)."""
     a = normalize_answer(answer)
     return bool(a) and f" {a} " in f" {normalize_answer(text)} "
+
+
+def states(text: str, answer: str, question: str = "") -> bool:
+    """Whether ``text`` states ``answer``: every word the answer adds to the question, stop words aside,
+    occurs in the text (a sentence answer's "Saturn" in "Titan is the moon of Saturn" for "Which planet
+    does the moon Titan orbit?"); an answer that adds no such word must occur as whole words."""
+    asked = set(normalize_answer(question).split()) | ENGLISH_STOP_WORDS
+    added = [w for w in normalize_answer(answer).split() if w not in asked]
+    if not added:
+        return mentions(answer, text)
+    words = set(normalize_answer(text).split())
+    return all(w in words for w in added)
 
 
 def same_answer(a: str, b: str) -> bool:

@@ -6,6 +6,7 @@ from causalrag.text import (
     parse_float,
     parse_json_object,
     parse_yes_no,
+    states,
 )
 
 
@@ -57,3 +58,18 @@ def test_parse_yes_no():
     assert parse_yes_no("no.") is False
     assert parse_yes_no("maybe") is None
 
+
+
+@pytest.mark.parametrize(
+    ("text", "answer", "question", "expected"),
+    [
+        ("Titan is the largest moon of Saturn.", "Titan is the moon of Saturn", "Which planet does Titan orbit?", True),
+        ("Titan is the largest moon of Saturn.", "Titan orbits Jupiter", "Which planet does Titan orbit?", False),
+        ("The Sahara is a desert.", "Titan is a moon of Saturn", "Which planet does Titan orbit?", False),
+        ("Canberra is the capital.", "Canberra", "What is the capital of Australia?", True),
+        ("Canberra is the capital.", "the capital", "What is the capital of Australia?", True),  # adds nothing
+        ("Sydney is a harbour city.", "the capital", "What is the capital of Australia?", False),
+    ],
+)
+def test_states_checks_the_words_an_answer_adds_to_the_question(text, answer, question, expected):
+    assert states(text, answer, question) is expected

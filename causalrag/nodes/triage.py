@@ -18,14 +18,18 @@ answer a question keeps when nothing conflicts), then :func:`assess` looks at th
 :func:`route_by_shape` then sends the question to one of three mechanisms, each its own node:
 
 * ``keep`` — nothing conflicts (every source that answers alone agrees with the joint reading), no
-  passage answers alone (a bridge, read jointly), or the sources scatter over several answers with no
-  plurality to trust (a correlation trap's look-alikes): standard RAG's answer stands (do no harm);
+  passage answers alone but one states the joint reading's answer (a bridge, read jointly), or the
+  sources scatter over several answers with no plurality to trust (a correlation trap's look-alikes):
+  standard RAG's answer stands (do no harm);
 * ``vote`` — the sources disagree and one answer has a plurality of at least two, or the joint
   reading disagrees with every source that answers alone: the method's own isolate-and-aggregate
   mechanism (Astute's consolidation, CF-RAG's hypotheses and Ψ, RetroRAG's loop);
 * ``knowledge`` — the model's own answer contradicts what the passages say (their majority, their
   only answer, or their joint reading) and it is sure of it, or it sides with a minority of the
-  sources and is fairly sure: :func:`trust_knowledge` (Astute reads its internal passages).
+  sources and is fairly sure, or no passage answers the question and none states the joint reading's
+  answer (the passages are off topic: that answer is the model's knowledge distracted by unrelated
+  text, and its closed-book answer is the same knowledge undistracted — Astute RAG's worst case, §3):
+  :func:`trust_knowledge` (Astute reads its internal passages).
 
 ``mechanism="paper"`` skips the assessment and runs the paper's own path for every question;
 ``vote``/``knowledge``/``keep`` force one mechanism (ablations).
@@ -42,7 +46,7 @@ from causalrag.nodes.common import context, emit, llm_of, question_of, traced
 from causalrag.nodes.evidence import Group, group_readings, passage_text, read_cached
 from causalrag.prompts.common import ANSWER_STOP, answer_prompt
 from causalrag.state.base import Assessment, Route, RoutedContext, TriageState
-from causalrag.text import clean_answer, mentions, normalize_answer, same_answer
+from causalrag.text import clean_answer, mentions, normalize_answer, same_answer, states
 from causalrag.tools.backends.base import LLM
 
 R = TypeVar("R", bound=RoutedContext)
@@ -65,16 +69,18 @@ def confidence(llm: LLM, question: str, answer: str) -> float:
 
 
 def shape_of(
-    groups: Sequence[Group], standard: str, closed: str, sure: float, ctx: RoutedContext
+    groups: Sequence[Group], standard: str, closed: str, sure: float, ctx: RoutedContext, *, stated: bool = True
 ) -> tuple[str, Route, str | None]:
     """(shape, route, the answer the model's knowledge holds against the passages) from the assessment.
 
     Shapes: ``conflict`` — the sources disagree and one answer has a plurality of at least two of them,
     or the joint reading disagrees with every source that answers alone; ``scattered`` — several
     answers, none with such a plurality (a correlation trap's look-alikes, noise): nothing to vote
-    with, the joint reading stands; ``agree``; ``unanswered`` (no passage answers alone: a bridge, or
-    noise); and ``contradicted`` when the model's own answer overrules what the passages say (their
-    first group, else the joint reading): it is sure of it (mean per-token log-probability ≥
+    with, the joint reading stands; ``agree``; ``unanswered`` (no passage answers alone, but one
+    states the joint reading's answer: a bridge); ``unsupported`` (no passage answers alone and none
+    states the joint reading's answer, ``stated`` false: off-topic passages), where the model's own
+    answer is taken however sure it is; and ``contradicted`` when the model's own answer overrules what
+    the passages say (their first group, else the joint reading): it is sure of it (mean per-token log-probability ≥
     ``knowledge_confidence``), or it sides with a minority of the sources and is at least
     ``minority_confidence`` sure.
     """
@@ -85,8 +91,10 @@ def shape_of(
         said = groups[0].answer
         shape = "agree" if not normalize_answer(standard) or same_answer(said, standard) else "conflict"
     else:
-        said, shape = standard, "unanswered"
+        said, shape = standard, "unanswered" if stated else "unsupported"
     if normalize_answer(closed) and not same_answer(closed, said):
+        if shape == "unsupported":
+            return shape, "knowledge", closed
         if sure >= ctx.knowledge_confidence:
             return "contradicted", "knowledge", closed
         minority = next((g.answer for g in groups[1:] if same_answer(g.answer, closed)), None)
@@ -108,7 +116,8 @@ def assess(state: TriageState, runtime: Runtime[R]) -> dict[str, Any]:
     groups = group_readings(readings, [d.id or str(i) for i, d in enumerate(docs)])
     closed = closed_book_answer(llm, question, ctx.max_new_tokens)
     sure = confidence(llm, question, closed)
-    shape, route, believed = shape_of(groups, standard, closed, sure, ctx)
+    stated = any(states(passage_text(d), standard, question) for d in docs)
+    shape, route, believed = shape_of(groups, standard, closed, sure, ctx, stated=stated)
     assessment: Assessment = {
         "shape": shape, "route": route if ctx.mechanism == "auto" else ctx.mechanism, "standard": standard,
         "closed_book": closed, "confidence": round(sure, 4), "believed": believed,

@@ -44,8 +44,9 @@ def passage_block(prompt: str) -> list[str]:
     return [line for line in block.splitlines() if line.startswith("[")]
 
 
-def reader(standard: str, closed: str, sure: float = -3.0) -> FakeLLM:
-    """One passage → the city it names; several → ``standard``; none → ``closed``, scored at ``sure`` per token."""
+def reader(standard: str, closed: str, sure: float = -3.0, *, relevant: bool = True) -> FakeLLM:
+    """One passage → the city it names; several → ``standard``; none → ``closed``, scored at ``sure`` per token;
+    ``relevant=False``: the question raises no answer's likelihood in a passage (off-topic passages)."""
     cities = ("Canberra", "Sydney", "Melbourne")
 
     def reply(prompt: str) -> str:
@@ -58,7 +59,9 @@ def reader(standard: str, closed: str, sure: float = -3.0) -> FakeLLM:
         if not passage_block(prompt):  # closed book: how sure the model is of its own answer
             return sure * len(answer.split()) if answer == closed else -6.0
         if "Question: N/A" in prompt:  # the content-free question: a reading the question does not raise
-            return -6.0
+            return -6.0 if relevant else -1.0
+        if not relevant:
+            return -1.0
         return -0.5 if any(answer in line for line in passage_block(prompt)) else -4.0
 
     return FakeLLM(default=reply, option=option)
@@ -108,6 +111,18 @@ def test_shape_and_route(found, standard, closed, sure, expected):
     assert shape_of(found, standard, closed, sure, CTX) == expected
 
 
+@pytest.mark.parametrize(
+    ("closed", "sure", "expected"),
+    [
+        ("Oslo", -3.0, ("unsupported", "knowledge", "Oslo")),  # however unsure: the passages say nothing
+        ("Tartu", -3.0, ("unsupported", "keep", None)),  # knowledge agrees with the joint reading
+        ("", -9.0, ("unsupported", "keep", None)),  # no closed-book answer to take
+    ],
+)
+def test_no_passage_answering_or_stating_the_joint_answer_leaves_it_to_knowledge(closed, sure, expected):
+    assert shape_of([], "Tartu", closed, sure, CTX, stated=False) == expected
+
+
 # --------------------------------------------------------------------------- the graphs
 @pytest.mark.parametrize("method", ROUTED)
 def test_nothing_in_conflict_keeps_standard_rags_answer(method):
@@ -153,6 +168,15 @@ def test_an_unsure_model_leaves_the_passages_alone(method):
     store = store_of("Sydney", "Sydney", "Sydney")
     state = run(method, reader(standard="Sydney", closed="Canberra", sure=-2.0), store)
     assert state["assessment"]["route"] == "keep" and state["answer"] == "Sydney"
+
+
+@pytest.mark.parametrize("method", ROUTED)
+def test_off_topic_passages_leave_the_answer_to_the_models_knowledge(method):
+    store = store_of("the old harbour", "the river mouth", "the northern hills")
+    state = run(method, reader(standard="Sydney", closed="Canberra", relevant=False), store)
+    assessment = state["assessment"]
+    assert (assessment["shape"], assessment["route"], assessment["groups"]) == ("unsupported", "knowledge", [])
+    assert nodes(state)[-1] == "trust_knowledge" and state["answer"] == "Canberra"
 
 
 @pytest.mark.parametrize("method", ROUTED)
