@@ -132,10 +132,11 @@ def position_prior(width: int) -> np.ndarray:
     return prior / prior.sum()
 
 
-def _design_rank(perms: Sequence[Permutation], n: int, width: int) -> int:
-    """Rank of the Jacobian of Eq. 4 at a generic point: the number of identifiable directions."""
-    rng = np.random.default_rng(1)
-    w, u = rng.dirichlet(np.ones(width)), rng.normal(size=n)
+def design_jacobian(perms: Sequence[Permutation], w: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """The Jacobian of Eq. 4's scores by (w, u) at the point (w, u), one row per ordering, and the
+    constraint Σ w = 1 as a last row: its rank counts the identifiable directions, its condition number
+    how much noise on the scores the fit amplifies."""
+    width, n = len(w), len(u)
     rows = []
     for p in perms:
         dw = np.array([u[i] for i in p] + [0.0] * (width - len(p)))
@@ -143,8 +144,14 @@ def _design_rank(perms: Sequence[Permutation], n: int, width: int) -> int:
         for j, i in enumerate(p):
             du[i] += w[j]
         rows.append(np.concatenate([dw, du]))
-    rows.append(np.concatenate([np.ones(width), np.zeros(n)]))  # the constraint Σ w = 1
-    return int(np.linalg.matrix_rank(np.array(rows)))
+    rows.append(np.concatenate([np.ones(width), np.zeros(n)]))
+    return np.array(rows)
+
+
+def _design_rank(perms: Sequence[Permutation], n: int, width: int) -> int:
+    """Rank of the Jacobian of Eq. 4 at a generic point: the number of identifiable directions."""
+    rng = np.random.default_rng(1)
+    return int(np.linalg.matrix_rank(design_jacobian(perms, rng.dirichlet(np.ones(width)), rng.normal(size=n))))
 
 
 def solve_position_bias(
