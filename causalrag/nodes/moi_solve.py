@@ -61,11 +61,15 @@ def tree_permutations(n: int, budget: int, seed: int = 0, *, shared: int = 1, wi
       :func:`solve_position_bias`). A draw of c that misses it is redrawn (deterministically, from the seed);
     * conditioning — a shared prefix repeats the same passages at the strongest positions (position 0,
       Fig. 6), so each further shared passage removes distinct observations of them. With n = 5 and
-      |S| = 2n, sharing one passage keeps the Jacobian's condition number at or below random sampling's
-      (≈ 15-20 vs 28) and its noisy-recovery accuracy; sharing 2 or 3 multiplies it by 4-8 and loses
-      recovery (Kendall τ to the true u under noise: 0.79 random, 0.78 one, 0.61 two, 0.52 three shared).
-      Hence the default ``shared=1``, which decodes each group's first passage once (n passage
-      prompts fewer in 2n, 10 % of the passages scored), deterministically.
+      |S| = 2n, sharing one passage keeps the Jacobian's condition number below uniform sampling's
+      (median 18 vs 38) and its noisy-recovery accuracy; sharing 2 or 3 multiplies it by 2-6 and loses
+      recovery (Kendall τ to the true u under noise 0.1: 0.71 random, 0.80 one, 0.63 two, 0.51 three shared;
+      ``benchmarks/moi_design.py``). Hence ``shared=1`` by default, which decodes each group's first
+      passage once (n passage reads fewer in 2n, 10 % of those scored), deterministically.
+
+    Not MoI's default proposal: uniform samples share about as many first passages by chance, and real
+    scores bend away from Eq. 4 (neighbouring passages interact), which the Latin square's fixed neighbours
+    may turn into a bias (docs/performance.md, "Shared prefixes: MoI").
 
     ``width`` (the pruning length, 0 = n) keeps the pruned orderings distinct: at most ``width − 1`` passages
     are shared. All n! orderings (sorted) when n! ≤ budget.
