@@ -22,6 +22,7 @@ from causalrag.nodes.moi_solve import (
     prune,
     sampled_permutations,
     solve_position_bias,
+    tree_permutations,
     utility_ranking,
 )
 from causalrag.prompts.common import ANSWER_STOP, answer_prompt
@@ -33,15 +34,18 @@ from causalrag.tools.backends.base import LLM
 
 # --------------------------------------------------------------------------- stages as functions
 def propose(ctx: MoIContext, n: int) -> list[Permutation]:
-    """The orderings to score: singletons (Bayes saliency), cyclic shifts or a random sample, pruned."""
+    """The orderings to score: singletons (Bayes saliency), cyclic shifts, a prefix tree or a random sample, pruned."""
     if ctx.variant == "bayes_saliency":
         return [(i,) for i in range(n)]
     if ctx.variant == "self_consistency":
         return sampled_permutations(n, ctx.sc_permutations, ctx.seed)
+    budget = ctx.max_permutations or default_budget(n)
     if ctx.proposal == "cyclic":
         orders = cyclic_permutations(n)
+    elif ctx.proposal == "sampled":
+        orders = sampled_permutations(n, budget, ctx.seed)
     else:
-        orders = sampled_permutations(n, ctx.max_permutations or default_budget(n), ctx.seed)
+        orders = tree_permutations(n, budget, ctx.seed, shared=ctx.shared_prefix, width=max(ctx.prefix, 0))
     return prune(orders, ctx.prefix)
 
 

@@ -41,6 +41,67 @@ def sampled_permutations(n: int, budget: int, seed: int = 0) -> list[Permutation
     return list(chosen)
 
 
+def tree_permutations(n: int, budget: int, seed: int = 0, *, shared: int = 1, width: int = 0) -> list[Permutation]:
+    """``budget`` distinct orderings of n passages laid out as a prefix tree (§3.2.1's sample, shaped for a KV cache).
+
+    The design: a seeded Latin square of n base orderings π_g(i) = c⁻¹((g + c(i)) mod n), c a seeded
+    permutation (π_0 is the retriever order), one group per base ordering. The members of group g keep π_g's
+    first ``shared`` passages and take the rotations of its remaining passages (the tail), so a group's
+    prompts share their first ``shared`` passages, and scored together they are decoded once. The list comes
+    sorted, so consecutive orderings share their longest prefix (the order a prefix cache serves best).
+
+    Why w and u stay identifiable:
+
+    * balance — every passage sits at every position equally often (exactly ``budget / n`` times when n
+      divides the budget): each column of a Latin square holds every passage once, and rotating the tail of
+      every group by the same j permutes whole columns. So no position is ever observed with a single
+      passage, and no passage only at strong (or weak) positions;
+    * rank — the Jacobian of Eq. 4 has full rank: ``width + n`` for pruned orderings, ``2n − 1`` for full
+      ones (one direction, the scale of (w − 1/n)(u − ū), is never identified, whatever the design: see
+      :func:`solve_position_bias`). A draw of c that misses it is redrawn (deterministically, from the seed);
+    * conditioning — a shared prefix repeats the same passages at the strongest positions (position 0,
+      Fig. 6), so each further shared passage removes distinct observations of them. With n = 5 and
+      |S| = 2n, sharing one passage keeps the Jacobian's condition number below uniform sampling's
+      (median 18 vs 38) and its noisy-recovery accuracy; sharing 2 or 3 multiplies it by 2-6 and loses
+      recovery (Kendall τ to the true u under noise 0.1: 0.71 random, 0.80 one, 0.63 two, 0.51 three shared;
+      ``benchmarks/moi_design.py``). Hence ``shared=1`` by default, which decodes each group's first
+      passage once (n passage reads fewer in 2n, 10 % of those scored), deterministically.
+
+    Not MoI's default proposal: uniform samples share about as many first passages by chance, and real
+    scores bend away from Eq. 4 (neighbouring passages interact), which the Latin square's fixed neighbours
+    may turn into a bias (docs/performance.md, "Shared prefixes: MoI").
+
+    ``width`` (the pruning length, 0 = n) keeps the pruned orderings distinct: at most ``width − 1`` passages
+    are shared. All n! orderings (sorted) when n! ≤ budget.
+    """
+    if n <= 0 or budget <= 0:
+        return []
+    if math.factorial(n) <= budget:
+        return list(itertools.permutations(range(n)))
+    width = min(width or n, n)
+    per_group = -(-budget // n)
+    shared = max(1, min(shared, width - 1, n - 2))  # a group is its first passage's
+    while shared > 1 and math.perm(n - shared, width - shared) < per_group:  # too few distinct members
+        shared -= 1
+    sizes = [min(budget // n + (g < budget % n), math.perm(n - shared, width - shared)) for g in range(n)]
+    rng = np.random.default_rng(seed)
+    for _ in range(20):
+        c = rng.permutation(n)
+        order = np.argsort(c)
+        perms: list[Permutation] = []
+        for g, size in enumerate(sizes):
+            base = [int(order[(g + c[i]) % n]) for i in range(n)]
+            head, tail = base[:shared], base[shared:]
+            group = dict.fromkeys(tuple(head + tail[j:] + tail[:j])[:width] for j in range(min(size, len(tail))))
+            while len(group) < size:  # more members than rotations: seeded shuffles of the tail
+                group.setdefault(tuple(head + [tail[i] for i in rng.permutation(len(tail))])[:width], None)
+            perms.extend(group)
+        perms.sort()
+        if _design_rank(perms, n, width) == width + n - (width == n):
+            break
+    return perms
+
+
 def prune(permutations: Sequence[Permutation], length: int) -> list[Permutation]:
     """Keep the first ``length`` positions of each permutation (Eq. 5-6); ``length`` ≤ 0 keeps all."""
     if length <= 0:
@@ -75,10 +136,11 @@ def position_prior(width: int) -> np.ndarray:
     return prior / prior.sum()
 
 
-def _design_rank(perms: Sequence[Permutation], n: int, width: int) -> int:
-    """Rank of the Jacobian of Eq. 4 at a generic point: the number of identifiable directions."""
-    rng = np.random.default_rng(1)
-    w, u = rng.dirichlet(np.ones(width)), rng.normal(size=n)
+def design_jacobian(perms: Sequence[Permutation], w: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """The Jacobian of Eq. 4's scores by (w, u) at the point (w, u), one row per ordering, and the
+    constraint Σ w = 1 as a last row: its rank counts the identifiable directions, its condition number
+    how much noise on the scores the fit amplifies."""
+    width, n = len(w), len(u)
     rows = []
     for p in perms:
         dw = np.array([u[i] for i in p] + [0.0] * (width - len(p)))
@@ -86,8 +148,14 @@ def _design_rank(perms: Sequence[Permutation], n: int, width: int) -> int:
         for j, i in enumerate(p):
             du[i] += w[j]
         rows.append(np.concatenate([dw, du]))
-    rows.append(np.concatenate([np.ones(width), np.zeros(n)]))  # the constraint Σ w = 1
-    return int(np.linalg.matrix_rank(np.array(rows)))
+    rows.append(np.concatenate([np.ones(width), np.zeros(n)]))
+    return np.array(rows)
+
+
+def _design_rank(perms: Sequence[Permutation], n: int, width: int) -> int:
+    """Rank of the Jacobian of Eq. 4 at a generic point: the number of identifiable directions."""
+    rng = np.random.default_rng(1)
+    return int(np.linalg.matrix_rank(design_jacobian(perms, rng.dirichlet(np.ones(width)), rng.normal(size=n))))
 
 
 def solve_position_bias(

@@ -55,12 +55,21 @@ class MoIContext(RAGContext):
     candidates: int = 5
     """n: passages retrieved and reordered (§3.1, D = {d_1..d_n}); the answer reads the top ``k``
     of them in utility order (n < k reads as n = k)."""
-    proposal: Literal["sampled", "cyclic"] = "sampled"
-    """§3.2: ``sampled`` random permutations (§3.2.1) or the n ``cyclic`` shifts of the retriever's
-    order (§3.2.2, App. B: n calls instead of 2n or more)."""
+    proposal: Literal["sampled", "tree", "cyclic"] = "sampled"
+    """§3.2: |S| uniformly ``sampled`` random permutations (§3.2.1), |S| orderings drawn as a seeded balanced
+    ``tree`` (groups of orderings that share their first ``shared_prefix`` passages, so the KV cache decodes
+    those once; every passage at every position equally often; see ``nodes.moi_solve.tree_permutations``),
+    or the n ``cyclic`` shifts of the retriever's order (§3.2.2, App. B: n calls instead of 2n or more).
+    ``tree`` is not the default: sharing one passage saves no cells over uniform samples, which share as
+    much by chance, and deeper sharing costs fidelity (docs/performance.md, "Shared prefixes: MoI")."""
     max_permutations: int = 0
-    """|S|, the budget of sampled permutations; 0 → 2n, the paper's minimum for 2n unknowns
+    """|S|, the budget of ``tree`` or ``sampled`` orderings; 0 → 2n, the paper's minimum for 2n unknowns
     (§3.2.1). All n! orders are used when n! ≤ |S|."""
+    shared_prefix: int = 1
+    """``tree`` proposals: passages each group of orderings shares at the front of its prompts. 1 keeps the
+    fit as well conditioned as random sampling on synthetic scores; each further shared passage saves n
+    passage reads a question (|S| = 2n) but repeats the observations of the strongest positions, and the fit
+    degrades. Clamped to what keeps the orderings distinct."""
     prefix: int = 0
     """Prefix pruning (§3.3.1, Eq. 5-6): score only the first ``prefix`` positions of each
     permutation; 0 keeps all n (the paper's full MoI). The cheap recipe of Table 6 is

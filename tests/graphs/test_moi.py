@@ -169,16 +169,21 @@ def mixture(order: list[str]) -> float:
     return sum(w * U[t] for w, t in zip(W, order, strict=False))
 
 
-def test_solve_recovers_the_position_bias_and_the_utilities():
-    """The plain mean score of the orders holding a passage ranks Sydney first (it sat up front more often);
-    Eq. 4 separates w from u and ranks Canberra first. The weak prior of the solve moves u by ~0.02."""
+@pytest.mark.parametrize("proposal", ["sampled", "tree"])
+def test_solve_recovers_the_position_bias_and_the_utilities(proposal):
+    """Random orders: the plain mean score of the orders holding a passage ranks Sydney first (it sat up front
+    more often); the tree puts every passage at every position equally often (3 times in 15 orders). Either
+    way Eq. 4 separates w from u and ranks Canberra first. The weak prior of the solve moves u by ~0.02."""
     passages = [Passage(t, x) for t, x in TEXTS.items()]
     llm = FakeLLM(default=" Canberra", logprob=lambda prefix, _: -20.0 + mixture(titles_in(prefix)))
-    state = run(llm, Store.in_memory(passages), candidates=5, k=3, prefix=3, max_permutations=15)
+    state = run(llm, Store.in_memory(passages), candidates=5, k=3, prefix=3, max_permutations=15, proposal=proposal)
     orders = [titles_in(p) for p, _ in llm.scored if "(none)" not in p]
-    assert len(orders) == 15 and all(len(o) == 3 for o in orders)
-    mean = {t: sum(mixture(o) for o in orders if t in o) / sum(t in o for o in orders) for t in U}
-    assert max(mean, key=mean.get) == "Sydney"
+    assert len(orders) == len(set(map(tuple, orders))) == 15 and all(len(o) == 3 for o in orders)
+    if proposal == "sampled":
+        mean = {t: sum(mixture(o) for o in orders if t in o) / sum(t in o for o in orders) for t in U}
+        assert max(mean, key=mean.get) == "Sydney"
+    else:
+        assert all(sum(o[j] == t for o in orders) == 3 for t in U for j in range(3))
     solve = state["trace"][3]
     assert solve["identifiable"] and solve["solver_fallbacks"] == 0
     assert state["position_weights"] == pytest.approx(W, abs=0.01)
@@ -212,4 +217,4 @@ def test_registered_with_paper_defaults():
     method = causalrag.METHODS["moi"]
     params = method.parameters()
     assert params["variant"] == "moi" and params["proposal"] == "sampled" and params["max_permutations"] == 0
-    assert params["prefix"] == 0 and params["sc_permutations"] == 30
+    assert params["prefix"] == 0 and params["sc_permutations"] == 30 and params["shared_prefix"] == 1
