@@ -1,4 +1,4 @@
-"""The llama.cpp server command: the settings llama_cpp.server reads from it, and ``python -m causalrag.tools.servers``."""
+"""The llama.cpp server command: the settings llama_cpp.server reads from it; ``python -m causalrag.tools.servers``."""
 
 from __future__ import annotations
 
@@ -29,7 +29,12 @@ def test_the_command_runs_this_interpreter_with_the_graphs_defaults_and_the_call
     assert argv[:3] == [sys.executable, "-m", "llama_cpp.server"]
     read = read_by_llama_cpp(argv[3:])
     assert {k: read[k] for k in ("model", "host", "port", "n_ctx", "n_threads", "verbose", "logits_all")} == {
-        "model": "m.gguf", "host": "127.0.0.1", "port": 8123, "n_ctx": 4096, "n_threads": 2, "verbose": False,
+        "model": "m.gguf",
+        "host": "127.0.0.1",
+        "port": 8123,
+        "n_ctx": 4096,
+        "n_threads": 2,
+        "verbose": False,
         "logits_all": False,
     }
     assert read["interrupt_requests"] is False  # llama_cpp.server's default (True) cuts streams short
