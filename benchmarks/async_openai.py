@@ -1,7 +1,7 @@
 """Sync vs async graphs against an OpenAI-compatible server: is an async HTTP client worth having?
 
-Starts llama-cpp-python's server on the bundled GGUF (``python -m llama_cpp.server``, 2 threads,
-``--interrupt_requests false`` as tests/servers does) and points the ``openai`` backend at it
+Starts llama-cpp-python's server on the bundled GGUF (``causalrag.tools.servers.llama_server_command``:
+2 threads, ``--interrupt_requests false``) and points the ``openai`` backend at it
 (completions API, ``max_concurrency`` requests in flight from its thread pool). Then, in one run:
 
 * ``--method cf_rag`` (default): CF-RAG's hypotheses stage. Each question runs once up to its
@@ -43,8 +43,8 @@ from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 
 import causalrag  # noqa: E402
 from causalrag.corpus import hotpotqa_questions  # noqa: E402
-from causalrag.tools.backends.base import bundled_gguf  # noqa: E402
 from causalrag.tools.backends.openai import OpenAILLM  # noqa: E402
+from causalrag.tools.servers import llama_server_command  # noqa: E402
 from causalrag.tools.store import Passage, Store  # noqa: E402
 
 
@@ -100,26 +100,7 @@ def start_server(threads: int, cache: bool = False) -> tuple[subprocess.Popen, s
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    command = [
-        sys.executable,
-        "-m",
-        "llama_cpp.server",
-        "--model",
-        str(bundled_gguf()),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--n_ctx",
-        "4096",
-        "--n_threads",
-        str(threads),
-        "--verbose",
-        "false",
-        "--interrupt_requests",
-        "false",
-        *(["--cache", "true"] if cache else []),
-    ]
+    command = llama_server_command(port=port, n_threads=threads, verbose=False, **({"cache": True} if cache else {}))
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + 120

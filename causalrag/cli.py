@@ -28,7 +28,6 @@ from causalrag.errors import CausalRAGError
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
 
-    from causalrag.prompts.cis import Form
     from causalrag.state.base import RAGContext
     from causalrag.tools.store import Mode
 
@@ -403,14 +402,17 @@ def distill_cis(
 ) -> None:
     """Distill CIS into a small cross-encoder (paper §4.2); use it with `--param reranker=cis-distilled`."""
     from causalrag.corpus import open_store
+    from causalrag.prompts.cis import FORMS
     from causalrag.tools.cis import CISScorer
     from causalrag.tools.cross_encoder import DistillConfig, distill_from_store, read_questions
     from causalrag.tools.llm import default_llm, load_llm
 
+    if form not in FORMS:  # before any work: the scorer would only fail at its first question
+        raise CausalRAGError(f"Unknown CIS form {form!r}: use --form {' or --form '.join(FORMS)}.")
     asked = read_questions(questions)
     store = open_store(collection)
-    # any form but "plain" is the qa form (prompts.cis.query_prefix); Store.retrieve rejects an unknown mode
-    scorer = CISScorer(load_llm(model) if model else default_llm(), form=cast("Form", form))
+    # Store.retrieve rejects an unknown --retrieval mode
+    scorer = CISScorer(load_llm(model) if model else default_llm(), form=form)
     config = DistillConfig(epochs=epochs, batch_size=batch_size, lr=lr, max_length=max_length, seed=seed)
     _, losses, pairs = distill_from_store(
         scorer, store, asked, out_dir, n_candidates=n, retrieval=cast("Mode", retrieval), config=config, resume=resume

@@ -26,6 +26,10 @@ def cli(*args, home, timeout=600):
         (["draw", "standard_rag", "--out", "graph.txt"], "use a file name ending in .png or .mmd"),
         (["history", "--thread", "none-yet"], "has no stored steps"),
         (["ask", "--resume"], "--resume needs the --thread"),
+        (
+            ["distill-cis", "--questions", "q.txt", "--out", "m", "--form", "qna"],
+            "Unknown CIS form 'qna': use --form qa",
+        ),
     ],
 )
 def test_bad_input_is_one_sentence_and_exit_1(args, message, tmp_path):

@@ -14,13 +14,14 @@ prefix's end ("Answer:" + " K"), which the LLM tool's shared-prefix KV reuse rel
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from langchain_core.documents import Document
 
 from causalrag.text import one_line
 
 Form = Literal["qa", "plain"]
+FORMS: tuple[Form, ...] = get_args(Form)
 
 QA_EXAMPLE = (
     "Where was the director of Inception born?",

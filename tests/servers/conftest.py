@@ -101,31 +101,12 @@ def llama_server(tmp_path_factory) -> Iterator[str]:
     """llama-cpp-python's server on the bundled GGUF: its base URL (``http://127.0.0.1:PORT/v1``)."""
     if not HAS_LLAMA_SERVER:
         pytest.skip("llama-cpp-python[server] is not installed (pip install 'causalrag[llamacpp]')")
-    from causalrag.tools.backends.base import bundled_gguf
+    from causalrag.tools.servers import llama_server_command
 
     port = free_port()
     url = f"http://127.0.0.1:{port}/v1"
-    command = [
-        sys.executable,
-        "-m",
-        "llama_cpp.server",
-        "--model",
-        str(bundled_gguf()),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--n_ctx",
-        "2048",
-        "--n_threads",
-        "2",
-        "--verbose",
-        "false",
-        # generation only: --logits_all (echo scoring, tests/tools/test_backends.py) makes long prompts ~10x slower;
-        # by default a new request cuts a running stream short, and these tests send several at once
-        "--interrupt_requests",
-        "false",
-    ]
+    # generation only: --logits_all (echo scoring, tests/tools/test_backends.py) makes long prompts ~10x slower
+    command = llama_server_command(port=port, n_ctx=2048, n_threads=2, verbose=False, logits_all=False)
     log = tmp_path_factory.mktemp("llama-server") / "log.txt"
     with server(command, lambda: answers(f"{url}/models"), name="llama_cpp.server", log=log):
         yield url

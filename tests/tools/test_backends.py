@@ -25,10 +25,10 @@ from causalrag.errors import (
     ServerUnreachableError,
     UnknownBackendError,
 )
-from causalrag.tools.backends.base import bundled_gguf
 from causalrag.tools.backends.chat_model import LLMChatModel
 from causalrag.tools.backends.openai import OpenAILLM
 from causalrag.tools.llm import choose_backend, load_llm
+from causalrag.tools.servers import llama_server_command
 from causalrag.tools.usage import metered
 from tests.servers.conftest import answers, free_port, server
 
@@ -71,25 +71,7 @@ def llama_server():
     if not HAS_SERVER:
         pytest.skip("llama-cpp-python[server] is not installed")
     url = f"http://127.0.0.1:{(port := free_port())}/v1"
-    command = [
-        sys.executable,
-        "-m",
-        "llama_cpp.server",
-        "--model",
-        str(bundled_gguf()),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--n_ctx",
-        "2048",
-        "--n_threads",
-        "2",
-        "--logits_all",
-        "true",
-        "--verbose",
-        "false",
-    ]
+    command = llama_server_command(port=port, n_ctx=2048, n_threads=2, verbose=False, logits_all=True)  # echo scoring
     with server(command, lambda: answers(f"{url}/models"), name="llama_cpp.server"):
         yield url
 
