@@ -28,7 +28,7 @@ def propose_reply(prompt: str) -> str:
 def fake(**overrides) -> FakeLLM:
     rules = {
         "From your own memory": MEMORY,
-        "After the claim": COMBINED,  # the combined prompt (checked before the plain consolidation prompt)
+        "after each group's claim": COMBINED,  # the combined prompt (checked before the plain consolidation prompt)
         "Consolidate the passages": GROUPS,
         "rate from 0 to 10": propose_reply,
         "Each group of sources": " <answer>1889</answer>",
@@ -140,7 +140,7 @@ def test_missing_marker_or_foreign_answer_picks_the_most_reliable_group(memory_s
 
 def test_shortcut_without_group_answers_uses_the_marked_answer(memory_store):
     # the 270M model often writes group lines with no answer field but a correct marked answer (§4.1)
-    llm = fake(**{"After the claim": f"{GROUPS}\nFinal: <answer>1889</answer>"})
+    llm = fake(**{"after each group's claim": f"{GROUPS}\nFinal: <answer>1889</answer>"})
     state = run(llm, memory_store, iterations=1, combined=True)
     last = state["trace"][-1]
     assert state["answer"] == "1889" and state["candidates"] == [] and state["chosen"] == -1
@@ -227,7 +227,7 @@ def test_echoes_of_the_prompt_example_are_dropped(memory_store):
         "Group 1 [ext 1, ext 2, int 1]: Oslo is the capital | answer: Oslo | confidence: 9\n"
         "Final: <answer>Oslo</answer>"
     )
-    state = run(fake(**{"After the claim": echo}), memory_store, iterations=1, combined=True)
+    state = run(fake(**{"after each group's claim": echo}), memory_store, iterations=1, combined=True)
     last = state["trace"][-1]
     assert last["example_echoes"] == 1 and last["consolidation_fallback"] == 1
     assert state["answer"] != "Oslo" and (last["marked_answer"], last["plain_answer_fallback"]) == (0, 1)
