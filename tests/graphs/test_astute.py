@@ -112,6 +112,9 @@ def test_combined_merges_only_the_last_round(memory_store):
     state = run(llm, memory_store, iterations=3, combined=True)
     assert nodes(state).count("consolidate") == 2 and nodes(state)[-1] == "answer_combined"
     assert "Earlier groups:" in llm.prompts[-1] and state["trace"][-1]["iteration"] == 3
+    # the combined step reads D₀ and the last groups as the last round did: that round's prompt up to its question
+    last_round = [p for p in llm.prompts if "Consolidate the passages" in p][-2]
+    assert llm.prompts[-1].startswith(last_round.rsplit("Question:", 1)[0])
 
 
 def test_unparseable_consolidation_falls_back_and_is_counted(memory_store):
