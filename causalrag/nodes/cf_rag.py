@@ -503,7 +503,7 @@ def arbitrate(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
 
 
 # --------------------------------------------------------------------------- §4.2.3 final answer
-def synthesis_order(docs: list[Document], best: set[str], *, scored: bool) -> list[Document]:
+def synthesis_order(docs: list[Document], best: set[str | None], *, scored: bool) -> list[Document]:
     """The synthesis's passages in reading order: the best path's (ids ``best``) first, as its hypothesis
     prompt showed them (a scored reading lists its passages reversed, the best next to the question; a
     written hypothesis in rank order), then the other paths' passages the same way. So the synthesis
