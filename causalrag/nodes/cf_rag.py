@@ -503,6 +503,15 @@ def arbitrate(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
 
 
 # --------------------------------------------------------------------------- §4.2.3 final answer
+def synthesis_order(docs: list[Document], best: set[str | None], *, scored: bool) -> list[Document]:
+    """The synthesis's passages in reading order: the best path's (ids ``best``) first, as its hypothesis
+    prompt showed them (a scored reading lists its passages reversed, the best next to the question; a
+    written hypothesis in rank order), then the other paths' passages the same way. So the synthesis
+    prompt starts with the best path's passage block and its KV comes from the cache."""
+    own, rest = [d for d in docs if d.id in best], [d for d in docs if d.id not in best]
+    return own[::-1] + rest[::-1] if scored else own + rest
+
+
 @traced
 def accept(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
     """High consensus: a_final = a_{j*}, with its own evidence sample (Algorithm 1, line 16)."""
@@ -517,20 +526,26 @@ def synthesize(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
     """Divergent hypotheses: combine the top-3 (answer, Ψ, rationale) with their evidence (Eq. 12), streamed.
 
     Eq. 12 shows E_filtered; a 270M model reads few passages well, so the synthesis sees the top
-    hypotheses' own samples, best first, capped at ``synthesis_k``. An empty synthesis falls back
-    to a_{j*}. With ``judge="score"`` the synthesis is a scored choice among the top answers (the
-    same prompt, the candidates' answers as the options), so it cannot write a new, unsupported one.
+    hypotheses' own samples, best first, capped at ``synthesis_k``, laid out as the best path's
+    hypothesis showed them (:func:`synthesis_order`): the prompt starts with that path's passage block,
+    which the cache holds. An empty synthesis falls back to a_{j*}. With ``judge="score"`` the synthesis
+    is a scored choice among the top answers (the same prompt, the candidates' answers as the options),
+    so it cannot write a new, unsupported one.
     """
     ctx = context(runtime)
     top = (state.get("arbitration") or [])[:3]
     samples = state.get("samples") or []
+    scored = judge_of(ctx) == "score"
     docs = list({d.id: d for h in top for d in samples[h["index"]]}.values())[: ctx.synthesis_k]
-    docs = fit(
-        llm_of(ctx), docs, lambda ds: synthesis_prompt(question_of(state), top, ds), reply_tokens=ctx.max_new_tokens
-    )
-    prompt = synthesis_prompt(question_of(state), top, docs)
+    best = {d.id for d in samples[top[0]["index"]]} if top else set()
+
+    def prompt_for(ds: list[Document]) -> str:
+        return synthesis_prompt(question_of(state), top, synthesis_order(ds, best, scored=scored), scored=scored)
+
+    docs = fit(llm_of(ctx), docs, prompt_for, reply_tokens=ctx.max_new_tokens)
+    prompt = prompt_for(docs)
     options = list(dict.fromkeys(h["answer"] for h in top if h["answer"]))
-    if judge_of(ctx) == "score" and options:
+    if scored and options:
         choice = llm_of(ctx).choose([prompt], [options])[0]
         emit(runtime, "answer", "synthesize", answer=choice.answer, choice=choice.as_dict())
         return {"answer": choice.answer, "documents": docs, "trace": [{"synthesis_choice": choice.as_dict()}]}

@@ -11,6 +11,9 @@ Four prompts, one per stage of the paper:
 * :func:`combined_prompt` — the paper's merged last step (consolidate + answer + select in one
   call; with t = 1 it runs on the initial passages only).
 
+Shared prefix: the consolidation rounds and the combined step all start with :func:`pool_block` (task,
+worked example, D₀, the last groups), so each round after the first reads D₀ from the cache.
+
 The default model is a 270M *base* model, so every output format is short and line-based
 (``Group 1 [ext 2, int 1]: claim``) and taught by one tiny worked example; instruct models get
 the same text through their chat template. Retrieved passages are data: :func:`passage_text`
@@ -149,16 +152,23 @@ _CONSOLIDATE_TASK = (
 )
 
 
-def consolidate_prompt(question: str, pool: Sequence[Document], last: Sequence[Group] = ()) -> str:
-    """``p_con``: regroup the initial passages D₀ (and the last groups Dⱼ, from the second round on)."""
+def pool_block(pool: Sequence[Document], last: Sequence[Group] = ()) -> str:
+    """The head every consolidation round and the combined last step share: task, worked example, the initial
+    passages D₀ (§3.4 and §3.5 both read ⟨D₀,S₀⟩), then the last groups Dⱼ when there are any.
+
+    D₀ is the same in every round, so from the second round on (and in the combined step) the cache
+    already holds everything up to the earlier groups.
+    """
     example = (
         f"Passages:\n{_POOL_EXAMPLE}\nQuestion: {_EXAMPLE_QUESTION}\nGroups:\n{format_groups(_GROUPS_EXAMPLE)}\n\n"
     )
     earlier = f"Earlier groups:\n{format_groups(last)}\n" if last else ""
-    return (
-        f"{_CONSOLIDATE_TASK}\n\n{example}"
-        f"Passages:\n{format_pool(pool)}\n{earlier}Question: {one_line(question)}\nGroups:\n"
-    )
+    return f"{_CONSOLIDATE_TASK}\n\n{example}Passages:\n{format_pool(pool)}\n{earlier}"
+
+
+def consolidate_prompt(question: str, pool: Sequence[Document], last: Sequence[Group] = ()) -> str:
+    """``p_con``: regroup the initial passages D₀ (and the last groups Dⱼ, from the second round on)."""
+    return f"{pool_block(pool, last)}Question: {one_line(question)}\nGroups:\n"
 
 
 _GROUP_LINE = re.compile(r"^\W*(?:group\s*\d*\s*)?\[([^\]\n]*)\]\s*[:\-]?\s*(.*)$", re.IGNORECASE)
@@ -262,23 +272,20 @@ def select_prompt(question: str, candidates: Sequence[Candidate]) -> str:
 
 
 _COMBINED_TASK = (
-    f"{_CONSOLIDATE_TASK} After the claim, give the group's answer and a 0-10 confidence "
-    "(sources that agree, retrieved and from memory, raise it). Then choose the most reliable answer and write "
-    f"it between {OPEN} and {CLOSE}."
+    "This time, after each group's claim, give the group's answer and a 0-10 confidence (sources that agree, "
+    "retrieved and from memory, raise it). Then choose the most reliable answer and write it between "
+    f"{OPEN} and {CLOSE}. For the example above:\n{format_groups(_GROUPS_EXAMPLE, answers=True)}\n"
+    f"Final: {OPEN}{_GROUPS_EXAMPLE[0]['answer']}{CLOSE}"
 )
 
 
 def combined_prompt(question: str, pool: Sequence[Document], last: Sequence[Group] = ()) -> str:
-    """The merged last step ``a = M(p_ans, q, ⟨D₀,S₀⟩, ⟨Dₜ,Sₜ⟩)``; with no ``last`` groups it is the t = 1 shortcut."""
-    example = (
-        f"Passages:\n{_POOL_EXAMPLE}\nQuestion: {_EXAMPLE_QUESTION}\nGroups:\n"
-        f"{format_groups(_GROUPS_EXAMPLE, answers=True)}\nFinal: {OPEN}{_GROUPS_EXAMPLE[0]['answer']}{CLOSE}\n\n"
-    )
-    earlier = f"Earlier groups:\n{format_groups(last)}\n" if last else ""
-    return (
-        f"{_COMBINED_TASK}\n\n{example}Passages:\n{format_pool(pool)}\n{earlier}"
-        f"Question: {one_line(question)}\nGroups:\n"
-    )
+    """The merged last step ``a = M(p_ans, q, ⟨D₀,S₀⟩, ⟨Dₜ,Sₜ⟩)``; with no ``last`` groups it is the t = 1 shortcut.
+
+    It starts with the consolidation rounds' :func:`pool_block` (the cache holds it from the last round) and
+    only then asks for answers, confidences and the final choice, with the worked example's answers.
+    """
+    return f"{pool_block(pool, last)}{_COMBINED_TASK}\nQuestion: {one_line(question)}\nGroups:\n"
 
 
 def parse_final(text: str) -> str | None:

@@ -4,6 +4,10 @@ Written for a 270M base model: plain completions, one tiny worked example each, 
 Instruct models get the same text through their chat template. Retrieved text only ever appears
 inside the numbered passage block (``format_passages`` collapses its whitespace), so it cannot
 open a new "Question:" or "Answer:" line.
+
+Shared prefixes: a hypothesis prompt and the synthesis start with the same passage block (instruction,
+worked example, passages) and differ only after it, so the synthesis re-reads the best path's passages
+from the KV cache its hypothesis left (:func:`passage_block`, :func:`synthesis_prompt`).
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from collections.abc import Sequence
 
 from langchain_core.documents import Document
 
-from causalrag.prompts.common import format_passages
+from causalrag.prompts.common import format_passages, inert, reading_prefix
 from causalrag.state.cf_rag import ScoredHypothesis
 from causalrag.text import between, clean_answer, one_line
 
@@ -59,8 +63,8 @@ _HYPOTHESIS_EXAMPLE = (
 )
 
 
-def hypothesis_prompt(question: str, documents: Sequence[Document]) -> str:
-    """Answer plus a one-line rationale from one evidence subset E_j (Eq. 8, App. G paraphrased).
+def hypothesis_block(documents: Sequence[Document]) -> str:
+    """The written hypothesis prompt up to its question: instruction, worked example, the passages in order.
 
     The example shows the distinction the paper asks for: evidence that decides the question
     versus evidence that is only on its topic.
@@ -70,8 +74,24 @@ def hypothesis_prompt(question: str, documents: Sequence[Document]) -> str:
         "Answer the question from the passages that decide it, not from passages that are only on the "
         "same topic. Give a short answer, then the reason.\n\n"
         f"Passages:\n{passages}\nQuestion: {q}\nAnswer: {a}\nReason: {reason}\n\n"
-        f"Passages:\n{format_passages(documents)}\nQuestion: {one_line(question)}\nAnswer:"
+        f"Passages:\n{format_passages(documents)}\n"
     )
+
+
+def hypothesis_prompt(question: str, documents: Sequence[Document]) -> str:
+    """Answer plus a one-line rationale from one evidence subset E_j (Eq. 8, App. G paraphrased)."""
+    return f"{hypothesis_block(documents)}Question: {one_line(question)}\nAnswer:"
+
+
+def reading_block(shown: Sequence[Document]) -> str:
+    """The scored reading's prompt (:func:`~causalrag.prompts.common.answer_prompt`, which a scored hypothesis
+    reads) up to its question, with the passages shown in the order given."""
+    return reading_prefix(list(reversed(shown))).removesuffix("Question:")
+
+
+def passage_block(shown: Sequence[Document], *, scored: bool) -> str:
+    """The passage block a path's hypothesis prompt starts with: the scored reading's, or the written one's."""
+    return reading_block(shown) if scored else hypothesis_block(shown)
 
 
 def parse_hypothesis(text: str) -> tuple[str, str]:
@@ -84,15 +104,22 @@ def parse_hypothesis(text: str) -> tuple[str, str]:
 SYNTHESIS_STOP = ("\n",)
 
 
-def synthesis_prompt(question: str, candidates: Sequence[ScoredHypothesis], documents: Sequence[Document]) -> str:
-    """Combine the top-3 candidates (answer, Ψ, rationale) with the evidence into one answer (Eq. 12)."""
+def synthesis_prompt(
+    question: str, candidates: Sequence[ScoredHypothesis], shown: Sequence[Document], *, scored: bool
+) -> str:
+    """Combine the top-3 candidates (answer, Ψ, rationale) with the evidence into one answer (Eq. 12).
+
+    The evidence comes first, as the hypotheses' :func:`passage_block` (``shown`` in reading order, the best
+    path's passages as its hypothesis showed them first), so it is a prefix the cache already holds; the
+    candidates and the task follow. Answers and rationales are model-written or quoted passages: inert data.
+    """
     lines = "\n".join(
-        f"Candidate {i} (score {c['psi']:.2f}): {one_line(c['answer']) or '(none)'} because "
-        f"{one_line(c['rationale']) or '(no reason)'}"
+        f"Candidate {i} (score {c['psi']:.2f}): {inert(c['answer']) or '(none)'} because "
+        f"{inert(c['rationale']) or '(no reason)'}"
         for i, c in enumerate(candidates, 1)
     )
     return (
-        "Several readers answered the question from different passages. Pick the answer that the passages "
-        "support for this exact question; prefer agreement and higher scores.\n\n"
-        f"Passages:\n{format_passages(documents)}\n{lines}\nQuestion: {one_line(question)}\nAnswer:"
+        f"{passage_block(shown, scored=scored)}Several readers answered the question, each from some of these "
+        f"passages:\n{lines}\nPick the answer that the passages support for this exact question; prefer agreement "
+        f"and higher scores.\nQuestion: {one_line(question)}\nAnswer:"
     )

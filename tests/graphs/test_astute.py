@@ -28,7 +28,7 @@ def propose_reply(prompt: str) -> str:
 def fake(**overrides) -> FakeLLM:
     rules = {
         "From your own memory": MEMORY,
-        "After the claim": COMBINED,  # the combined prompt (checked before the plain consolidation prompt)
+        "after each group's claim": COMBINED,  # the combined prompt (checked before the plain consolidation prompt)
         "Consolidate the passages": GROUPS,
         "rate from 0 to 10": propose_reply,
         "Each group of sources": " <answer>1889</answer>",
@@ -112,6 +112,9 @@ def test_combined_merges_only_the_last_round(memory_store):
     state = run(llm, memory_store, iterations=3, combined=True)
     assert nodes(state).count("consolidate") == 2 and nodes(state)[-1] == "answer_combined"
     assert "Earlier groups:" in llm.prompts[-1] and state["trace"][-1]["iteration"] == 3
+    # the combined step reads D₀ and the last groups as the last round did: that round's prompt up to its question
+    last_round = [p for p in llm.prompts if "Consolidate the passages" in p][-2]
+    assert llm.prompts[-1].startswith(last_round.rsplit("Question:", 1)[0])
 
 
 def test_unparseable_consolidation_falls_back_and_is_counted(memory_store):
@@ -140,7 +143,7 @@ def test_missing_marker_or_foreign_answer_picks_the_most_reliable_group(memory_s
 
 def test_shortcut_without_group_answers_uses_the_marked_answer(memory_store):
     # the 270M model often writes group lines with no answer field but a correct marked answer (§4.1)
-    llm = fake(**{"After the claim": f"{GROUPS}\nFinal: <answer>1889</answer>"})
+    llm = fake(**{"after each group's claim": f"{GROUPS}\nFinal: <answer>1889</answer>"})
     state = run(llm, memory_store, iterations=1, combined=True)
     last = state["trace"][-1]
     assert state["answer"] == "1889" and state["candidates"] == [] and state["chosen"] == -1
@@ -227,7 +230,7 @@ def test_echoes_of_the_prompt_example_are_dropped(memory_store):
         "Group 1 [ext 1, ext 2, int 1]: Oslo is the capital | answer: Oslo | confidence: 9\n"
         "Final: <answer>Oslo</answer>"
     )
-    state = run(fake(**{"After the claim": echo}), memory_store, iterations=1, combined=True)
+    state = run(fake(**{"after each group's claim": echo}), memory_store, iterations=1, combined=True)
     last = state["trace"][-1]
     assert last["example_echoes"] == 1 and last["consolidation_fallback"] == 1
     assert state["answer"] != "Oslo" and (last["marked_answer"], last["plain_answer_fallback"]) == (0, 1)

@@ -103,6 +103,10 @@ def test_divergent_hypotheses_are_synthesized(memory_store):
     assert state["answer"] == "Heath Ledger"
     prompt = next(p for p in llm.prompts if "Several readers" in p)
     assert prompt.count("Candidate ") == 3 and "Jack Nicholson" in prompt and "Jared Leto" in prompt
+    # the best path's hypothesis prompt, up to its question, is the synthesis's first part
+    best = set(state["arbitration"][0]["evidence"])
+    hypotheses = [p.rsplit("Question:", 1)[0] for p in llm.prompts if "then the reason" in p]
+    assert any(prompt.startswith(h) and all(t in h.rsplit("Passages:", 1)[1] for t in best) for h in hypotheses)
     assert any(e["type"] == "token" and e["stage"] == "synthesize" for e in events)
 
 

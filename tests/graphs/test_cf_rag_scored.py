@@ -103,4 +103,13 @@ def test_synthesis_is_a_choice_not_new_text(memory_store):
     assert last["node"] == "synthesize" and last["synthesis_choice"]["options"]
     assert state["answer"] in last["synthesis_choice"]["options"]
     assert not any("Several readers" in p for p in llm.prompts)  # asked only as a scored choice
-    assert any("Several readers" in p for p, _ in llm.choices)
+    synthesis = next(p for p, _ in llm.choices if "Several readers" in p)
+    # it starts with the passage block the best path's hypothesis read (its KV is in the cache): the same text
+    best = [
+        p.rsplit("Question:", 1)[0]
+        for p, _ in llm.choices
+        if p.endswith(f"Question: {QUESTION}\nAnswer:")
+        and "Several readers" not in p
+        and all(t in passages(p) for t in state["arbitration"][0]["evidence"])
+    ]
+    assert best and any(synthesis.startswith(b) and b.count("\n[") > 6 for b in best)  # past the worked examples

@@ -15,6 +15,7 @@ from causalrag.prompts.astute import (
     parse_internal,
     parse_proposal,
     passage_text,
+    pool_block,
     select_prompt,
 )
 
@@ -112,6 +113,23 @@ def test_later_rounds_see_the_initial_passages_and_the_last_groups():
     prompt = consolidate_prompt("Q?", pool, last)
     assert "[ext 1] T: A." in prompt and "Earlier groups:\nGroup 1 [ext 1, int 1]: both say A" in prompt
     assert "Earlier groups" not in consolidate_prompt("Q?", pool)
+
+
+def test_rounds_and_the_combined_step_share_the_passage_prefix():
+    """Every consolidation round and the combined last step start with the same block: task, example, D₀."""
+    pool = [doc("ext 2", "Second."), doc("ext 1", "First."), doc("int 1", "Memory.", title="")]
+    last = [{"sources": ["ext 1", "int 1"], "claim": "both say A"}]
+    first, later, final = consolidate_prompt("Q?", pool), consolidate_prompt("Q?", pool, last), combined_prompt(
+        "Q?", pool, last
+    )
+    head = pool_block(pool)
+    assert head.endswith(f"Passages:\n{format_pool(pool)}\n")
+    assert first.startswith(head) and later.startswith(head) and final.startswith(head)
+    assert final.startswith(pool_block(pool, last)) and later.startswith(pool_block(pool, last))
+    assert combined_prompt("Q?", pool).startswith(head)  # t = 1: the shortcut reads the same block
+    # what follows the shared block is the step's own: the question, or the combined step's task first
+    assert first.removeprefix(head) == "Question: Q?\nGroups:\n"
+    assert "| answer: Oslo | confidence: 9" in final.removeprefix(pool_block(pool, last))
 
 
 def test_select_prompt_lists_each_candidate_with_sources_and_confidence():
