@@ -46,6 +46,22 @@ def test_a_shared_header_is_decoded_once_within_and_across_calls(llm, monkeypatc
     assert counts[0] < 20  # only the new question: the header comes from the cache
 
 
+def test_a_full_cache_drops_the_least_recently_used_prompts_first(llm, monkeypatch):
+    """Three calls of two ~400-token rows with nothing in common but the start token, in a 2,048-cell cache:
+    the third call makes room by dropping the oldest rows, and the rows of the call just before it stay
+    cached (as the evidence prefix a method's next module reads again does)."""
+    llm.clear_cache()
+    topics = ("rivers of Europe", "the planets", "Roman emperors", "Renaissance painters", "bridges", "glaciers")
+    prompts = [f"Notes on {t}: " + " ".join(f"{t} fact {i}." for i in range(55)) + "\nAnswer:" for t in topics]
+    assert all(300 < len(llm._prompt_tokens(p)) < 480 for p in prompts)
+    assert sum(len(llm._prompt_tokens(p)) for p in prompts) > llm.n_ctx  # the third call cannot fit beside all
+    for pair in (prompts[0:2], prompts[2:4], prompts[4:6]):
+        llm.generate(pair, max_new_tokens=1)
+    counts = decoded_tokens(llm, monkeypatch)
+    llm.generate([prompts[3]], max_new_tokens=1)
+    assert counts[0] < 20
+
+
 def test_scoring_decodes_a_head_once_for_all_its_continuations(llm, monkeypatch):
     head = f"{HEADER}Question: Where is the Louvre?\nAnswer:"
     options = [" Paris", " Rome", " in Paris, France", " London"]

@@ -357,8 +357,9 @@ class LlamaCppLLM(Judge):
         ``use(k, logits)`` receives the logits of every entry ``k`` that wants them; the array is
         a view into llama.cpp's buffer, valid only until the next decode: copy what you keep.
         ``hidden=True`` (a shortlist is loaded) passes final hidden states instead, and llama.cpp skips
-        the output projection. When the cache has no room, every cached sequence outside ``keep`` is
-        dropped and the call retried once.
+        the output projection. When the cache has no room, cached sequences outside ``keep`` are dropped
+        one at a time, least recently used first, until the call fits: the prefixes still in use (the
+        evidence every module of an iteration starts with) stay cached.
         """
         lib, batch = self._lib, self._batch.batch
         start = 0
@@ -377,8 +378,11 @@ class LlamaCppLLM(Judge):
             self._captured = [] if hidden and outputs else None
             try:
                 code = lib.llama_decode(self._ctx.ctx, batch)
-                if code == 1 and self._evict(keep):
+                for seq in self._idle(keep) if code == 1 else []:
+                    self._drop(seq)
                     code = lib.llama_decode(self._ctx.ctx, batch)
+                    if code != 1:
+                        break
                 captured = np.concatenate(self._captured) if self._captured else None
             finally:
                 self._captured = None
@@ -406,13 +410,14 @@ class LlamaCppLLM(Judge):
         self._lib.llama_memory_clear(self._memory, True)
         self._held = [[] for _ in range(self.n_seq)]
 
-    def _evict(self, keep: Sequence[int]) -> bool:
-        """Drop the cached sequences outside ``keep`` to make room; False when there was none to drop."""
-        dropped = [s for s in range(self.n_seq) if s not in keep and self._held[s]]
-        for s in dropped:
-            self._lib.llama_memory_seq_rm(self._memory, s, -1, -1)
-            self._held[s] = []
-        return bool(dropped)
+    def _idle(self, keep: Sequence[int]) -> list[int]:
+        """The cached sequences outside ``keep``, least recently used first (the order they are dropped in)."""
+        return sorted((s for s in range(self.n_seq) if s not in keep and self._held[s]), key=self._used.__getitem__)
+
+    def _drop(self, seq: int) -> None:
+        """Forget one cached sequence (its cells are freed once no other sequence shares them)."""
+        self._lib.llama_memory_seq_rm(self._memory, seq, -1, -1)
+        self._held[seq] = []
 
     def _assign(self, rows: Sequence[list[int]], firsts: Sequence[int]) -> tuple[list[int], list[int]]:
         """A sequence per row, holding the longest prefix of its tokens that any cached sequence had.
