@@ -52,6 +52,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     known, rest = parser.parse_known_args(argv)
+    if known.model and not Path(known.model).is_file():
+        parser.exit(1, f"{parser.prog}: no model file at {known.model}: pass a .gguf file with --model.\n")
     missing = [m for m in MODULES if importlib.util.find_spec(m) is None]
     if missing:
         parser.exit(1, f"{parser.prog}: {', '.join(missing)} not installed: run pip install 'causalrag[llamacpp]'.\n")

@@ -41,11 +41,13 @@ def test_the_command_runs_this_interpreter_with_the_graphs_defaults_and_the_call
     assert read_by_llama_cpp(llama_server_command("m.gguf"))["logits_all"] is True  # scoring by default
 
 
-def test_module_passes_further_options_to_the_server(monkeypatch):
+def test_module_passes_further_options_to_the_server(monkeypatch, tmp_path):
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
     ran: list[list[str]] = []
     monkeypatch.setattr(servers.os, "execv", lambda path, argv: ran.append(argv))
     monkeypatch.setattr(servers.importlib.util, "find_spec", lambda name: object())  # as if installed
-    servers.main(["--model", "m.gguf", "--port", "9001", "--n_ctx", "1024"])
+    servers.main(["--model", str(model), "--port", "9001", "--n_ctx", "1024"])
     (argv,) = ran
     assert argv[0] == sys.executable
     assert argv[argv.index("--port") + 1] == "9001" and argv[-2:] == ["--n_ctx", "1024"]  # after the default
@@ -58,3 +60,10 @@ def test_module_without_the_server_installed_says_what_to_install(monkeypatch, c
         servers.main([])
     assert exit_.value.code == 1
     assert "sse_starlette not installed: run pip install 'causalrag[llamacpp]'." in capsys.readouterr().err
+
+
+def test_a_missing_model_file_is_one_sentence_and_exit_1(capsys, tmp_path):
+    with pytest.raises(SystemExit) as exit_:
+        servers.main(["--model", str(tmp_path / "absent.gguf"), "--port", "8731"])
+    assert exit_.value.code == 1
+    assert capsys.readouterr().err.strip().endswith("pass a .gguf file with --model.")
