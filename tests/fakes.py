@@ -85,7 +85,9 @@ class FakeLLM(Judge):
         record(self.usage, Usage(calls=len(prompts) * n, forward_passes=1))
         return [[truncate_at_stop(self._reply(p), stop) for _ in range(n)] for p in prompts]
 
-    def stream(self, prompt: str, *, max_new_tokens: int = 64, stop: Sequence[str] | None = None) -> Iterator[str]:
+    def stream(
+        self, prompt: str, *, max_new_tokens: int = 64, stop: Sequence[str] | None = None, exact: bool = False
+    ) -> Iterator[str]:
         text = self.generate([prompt], max_new_tokens=max_new_tokens, stop=stop)[0][0]
         yield from re.findall(r"\s*\S+", text) or (
             [text] if text else []

@@ -124,3 +124,28 @@ def test_a_full_context_is_the_error_you_see_and_the_model_recovers(llm):
     assert llm.generate(["Question: What is the capital of France?\nAnswer:"], max_new_tokens=3, stop=["\n"])[0][
         0
     ].strip()
+
+
+def test_an_exact_stream_gets_the_same_logits_whatever_ran_before(llm, monkeypatch):
+    """``exact=True`` (the answer node's standard reading) must not depend on the cache: after a history
+    that cached the same header from other prompts, the prompt's logits are bit-identical to a cold start."""
+    import numpy as np
+
+    # a long passage: short prompts happened to match even when decoded after a cached header
+    facts = " ".join(f"The river number {i} flows through town {i}." for i in range(40))
+    question = "Question: Which river flows through Cologne?\nAnswer:"
+    prompt = f"{HEADER}Passage: {facts} The Rhine flows through Cologne.\n{question}"
+    histories = ([], [f"{HEADER}Question: Who wrote Hamlet?\nAnswer:"])
+    pick, seen = llm._pick, []
+    monkeypatch.setattr(llm, "_pick", lambda logits, *args: seen.append(np.array(logits)) or pick(logits, *args))
+    runs = []
+    for history in histories:
+        llm.clear_cache()
+        if history:
+            llm.generate(history, max_new_tokens=2)
+        seen.clear()
+        text = "".join(llm.stream(prompt, max_new_tokens=4, stop=["\n"], exact=True))
+        runs.append((text, seen[0]))
+    (cold_text, cold_logits), (warm_text, warm_logits) = runs
+    assert np.array_equal(cold_logits, warm_logits)
+    assert cold_text == warm_text

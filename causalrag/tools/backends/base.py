@@ -50,8 +50,12 @@ class LLM(Protocol):
     ) -> list[list[str]]: ...
 
     def stream(
-        self, prompt: str, *, max_new_tokens: int = 64, stop: Sequence[str] | None = None
-    ) -> Iterator[str]: ...
+        self, prompt: str, *, max_new_tokens: int = 64, stop: Sequence[str] | None = None, exact: bool = False
+    ) -> Iterator[str]:
+        """Greedy completion of one prompt, piece by piece. ``exact=True``: the text depends on the prompt
+        alone, not on what the backend computed before (a backend whose cached prefixes change its
+        arithmetic computes this prompt from an empty cache; a remote server is asked as usual)."""
+        ...
 
     def logprob(
         self, prefixes: Sequence[str], continuations: Sequence[str], *, reduce: Reduce = "sum"

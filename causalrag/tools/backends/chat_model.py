@@ -70,6 +70,7 @@ class LLMChatModel(BaseChatModel):
             messages_to_prompt(messages),
             max_new_tokens=kwargs.get("max_new_tokens", self.max_new_tokens),
             stop=stop or self.stop,
+            exact=kwargs.get("exact", False),
         )
         said = False
         for piece in pieces:
@@ -176,7 +177,9 @@ class ChatModelLLM:
         grouped = [texts[i * calls : (i + 1) * calls] for i in range(len(prompts))]
         return [g * n if calls == 1 else g for g in grouped]
 
-    def stream(self, prompt: str, *, max_new_tokens: int = 64, stop: Sequence[str] | None = None) -> Iterator[str]:
+    def stream(
+        self, prompt: str, *, max_new_tokens: int = 64, stop: Sequence[str] | None = None, exact: bool = False
+    ) -> Iterator[str]:
         model = self.chat_model.bind(stop=list(stop)) if stop else self.chat_model
         text = ""
         for chunk in model.stream([HumanMessage(prompt)]):

@@ -652,8 +652,16 @@ class LlamaCppLLM(Judge):
         record(self.usage, Usage(calls=len(prompts) * n))
         return [o * n if samples == 1 else o for o in outputs]
 
-    def stream(self, prompt: str, *, max_new_tokens: int = 64, stop: Sequence[str] | None = None) -> Iterator[str]:
-        """Greedy completion of one prompt, yielded piece by piece (a possible stop string is held back)."""
+    def stream(
+        self, prompt: str, *, max_new_tokens: int = 64, stop: Sequence[str] | None = None, exact: bool = False
+    ) -> Iterator[str]:
+        """Greedy completion of one prompt, yielded piece by piece (a possible stop string is held back).
+
+        ``exact=True`` computes the prompt from an emptied cache: a prompt decoded after a cached prefix
+        gets other logits than the same prompt decoded whole (on 59 robustness-suite answer prompts,
+        never bit-identical across two histories, and a different first token for 4), so only then is
+        the text the same whatever ran before.
+        """
         hold = max((len(s) for s in stop or ()), default=1) - 1
         text, sent = "", 0
         rows = self._decode_rows(
@@ -662,6 +670,7 @@ class LlamaCppLLM(Judge):
             temperature=0.0,
             rng=np.random.default_rng(0),
             stop=stop,
+            reuse=not exact,
         )
         for _, text in rows:
             if len(text) - hold > sent:

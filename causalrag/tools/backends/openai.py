@@ -245,8 +245,11 @@ class OpenAILLM(Judge):
         grouped = [texts[i * calls : (i + 1) * calls] for i in range(len(prompts))]
         return [g * n if calls == 1 else g for g in grouped]
 
-    def stream(self, prompt: str, *, max_new_tokens: int = 64, stop: Sequence[str] | None = None) -> Iterator[str]:
-        """Greedy completion of one prompt, piece by piece from the server's event stream."""
+    def stream(
+        self, prompt: str, *, max_new_tokens: int = 64, stop: Sequence[str] | None = None, exact: bool = False
+    ) -> Iterator[str]:
+        """Greedy completion of one prompt, piece by piece from the server's event stream (``exact`` is the
+        server's business: its batching may or may not change the arithmetic)."""
         path, payload = self._payload(prompt, max_new_tokens=max_new_tokens, temperature=0.0, stop=stop, seed=None)
         text = ""
         try:

@@ -418,8 +418,11 @@ class TransformersLLM(Judge):
             )
         return [o * n if samples == 1 else o for o in outputs]
 
-    def stream(self, prompt: str, *, max_new_tokens: int = 64, stop: Sequence[str] | None = None) -> Iterator[str]:
-        """Greedy completion of one prompt, yielded piece by piece as tokens are decoded."""
+    def stream(
+        self, prompt: str, *, max_new_tokens: int = 64, stop: Sequence[str] | None = None, exact: bool = False
+    ) -> Iterator[str]:
+        """Greedy completion of one prompt, yielded piece by piece as tokens are decoded. It never reads the
+        head cache, so every call is ``exact``."""
         from transformers import TextIteratorStreamer
 
         torch = self._torch
