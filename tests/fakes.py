@@ -50,6 +50,7 @@ class FakeLLM(Judge):
         self.enforce_window = enforce_window
         self.prompts: list[str] = []
         self.scored: list[tuple[str, str]] = []
+        self.exact_streams: list[bool] = []  # the ``exact`` flag of each stream call
         self.usage = Usage()
         self._cycles: dict[int, Iterator[str]] = {}
 
@@ -88,6 +89,7 @@ class FakeLLM(Judge):
     def stream(
         self, prompt: str, *, max_new_tokens: int = 64, stop: Sequence[str] | None = None, exact: bool = False
     ) -> Iterator[str]:
+        self.exact_streams.append(exact)
         text = self.generate([prompt], max_new_tokens=max_new_tokens, stop=stop)[0][0]
         yield from re.findall(r"\s*\S+", text) or (
             [text] if text else []

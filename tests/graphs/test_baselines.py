@@ -20,6 +20,7 @@ def test_standard_rag_answers_from_retrieved_passages(memory_store):
     assert len(state["documents"]) == 3
     assert [e["node"] for e in state["trace"]] == ["retrieve", "answer"]
     assert state["trace"][1]["llm_calls"] == 1
+    assert llm.exact_streams == [True]  # the reading a routed method keeps is computed exact
     prompt = llm.prompts[-1]
     assert prompt.rstrip().endswith("Question: What is the capital city of Australia?\nAnswer:")
 

@@ -16,6 +16,23 @@ def test_chat_model_view_invokes_and_streams():
     assert len(chunks) > 1 and "".join(chunks) == "Rome is the answer"
 
 
+def test_exact_reaches_a_backend_that_takes_it_and_spares_one_written_without_it():
+    asked = []
+
+    class Exacting(FakeLLM):
+        def stream(self, prompt, *, max_new_tokens=64, stop=None, exact=False):
+            asked.append(exact)
+            yield from super().stream(prompt, max_new_tokens=max_new_tokens, stop=stop)
+
+    class Older(FakeLLM):  # a user's backend from before ``exact``
+        def stream(self, prompt, *, max_new_tokens=64, stop=None):
+            yield from super().stream(prompt, max_new_tokens=max_new_tokens, stop=stop)
+
+    assert "".join(c.content for c in LLMChatModel(llm=Exacting(default="Rome")).stream("q", exact=True)) == "Rome"
+    assert asked == [True]
+    assert "".join(c.content for c in LLMChatModel(llm=Older(default="Rome")).stream("q", exact=True)) == "Rome"
+
+
 def test_chat_model_as_llm_generates_and_refuses_scoring():
     llm = ChatModelLLM(GenericFakeChatModel(messages=iter([AIMessage("Paris\nmore"), AIMessage("Rome")])))
     assert llm.generate(["a", "b"], stop=["\n"]) == [["Paris"], ["Rome"]]

@@ -11,7 +11,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import inspect
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -24,6 +25,13 @@ from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponen
 from causalrag.errors import ScoringUnavailableError
 from causalrag.tools.backends.base import estimate_tokens, truncate_at_stop
 from causalrag.tools.usage import Usage, record
+
+
+def takes(function: Callable[..., Any], name: str) -> bool:
+    """Whether ``function`` accepts keyword ``name``: a user's backend written before ``LLM.stream`` had
+    ``exact`` still streams (it promises nothing about exactness)."""
+    parameters = inspect.signature(function).parameters.values()
+    return any(p.name == name or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
 
 
 def messages_to_prompt(messages: Sequence[BaseMessage]) -> str:
@@ -70,7 +78,7 @@ class LLMChatModel(BaseChatModel):
             messages_to_prompt(messages),
             max_new_tokens=kwargs.get("max_new_tokens", self.max_new_tokens),
             stop=stop or self.stop,
-            exact=kwargs.get("exact", False),
+            **({"exact": True} if kwargs.get("exact") and takes(self.llm.stream, "exact") else {}),
         )
         said = False
         for piece in pieces:
