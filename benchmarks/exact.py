@@ -1,9 +1,10 @@
 """What computing standard RAG's answer ``exact`` costs and buys on llama.cpp (the ``answer`` node, issue 30).
 
 For each question of the robustness suite's dev half (its own passages, in pool order), its answer prompt is
-streamed after two histories: the previous question's answer prompt (what ``standard_rag`` has cached) and
-the previous question's closed-book and single-passage prompts (what a routed method has cached). Modes:
-``reuse`` (a cached prefix serves) and ``exact`` (``LLM.stream(..., exact=True)``: an emptied cache). Prints,
+streamed after two histories: the previous question's answer prompt (what ``standard_rag`` has cached), and
+that plus the previous question's closed-book and single-passage prompts (what a routed method has cached).
+Modes: ``reuse`` (a cached prefix serves) and ``exact`` (``LLM.stream(..., exact=True)``: fixed blocks in an
+otherwise emptied cache, whole blocks of the previous exact prompt kept; every stream of the mode is). Prints,
 per mode, the cells computed and seconds per answer, and how often the two histories gave bit-identical
 first-token logits, the same first token and the same answer text.
 
@@ -49,16 +50,16 @@ def main() -> None:
     print(f"exact: {len(examples) - 1} robustness-suite dev questions, llama.cpp, {llm.n_threads} threads", flush=True)
     tally = {mode: {"cells": 0, "seconds": 0.0, "bits": 0, "token": 0, "text": 0} for mode in ("reuse", "exact")}
     for previous, example in zip(examples, examples[1:], strict=False):
-        histories = (
-            [answer_prompt(previous.question, docs(previous))],
-            [answer_prompt(previous.question, [])] + [answer_prompt(previous.question, [d]) for d in docs(previous)],
-        )
+        alone = [answer_prompt(previous.question, [d]) for d in docs(previous)]
+        others = [answer_prompt(previous.question, []), *alone]
         prompt = answer_prompt(example.question, docs(example))
         for mode, t in tally.items():
             runs = []
-            for history in histories:
+            for history in ([], others):
                 llm.clear_cache()
-                llm.generate(history, max_new_tokens=4)
+                answer(answer_prompt(previous.question, docs(previous)), exact=mode == "exact")
+                if history:
+                    llm.generate(history, max_new_tokens=4)
                 runs.append(answer(prompt, exact=mode == "exact"))
             (text_a, logits_a, cells, seconds), (text_b, logits_b, _, _) = runs
             t["cells"] += cells

@@ -127,25 +127,39 @@ def test_a_full_context_is_the_error_you_see_and_the_model_recovers(llm):
 
 
 def test_an_exact_stream_gets_the_same_logits_whatever_ran_before(llm, monkeypatch):
-    """``exact=True`` (the answer node's standard reading) must not depend on the cache: after a history
-    that cached the same header from other prompts, the prompt's logits are bit-identical to a cold start."""
+    """``exact=True`` (the answer node's standard reading) must not depend on the cache: after other
+    prompts that cached the same header, and after an exact prompt whose blocks it reuses, the prompt's
+    logits are bit-identical to a cold start."""
     import numpy as np
+
+    from causalrag.tools.backends.llamacpp import EXACT_BLOCK
 
     # a long passage: short prompts happened to match even when decoded after a cached header
     facts = " ".join(f"The river number {i} flows through town {i}." for i in range(40))
-    question = "Question: Which river flows through Cologne?\nAnswer:"
-    prompt = f"{HEADER}Passage: {facts} The Rhine flows through Cologne.\n{question}"
-    histories = ([], [f"{HEADER}Question: Who wrote Hamlet?\nAnswer:"])
+    passage = f"{HEADER}Passage: {facts} The Rhine flows through Cologne.\n"
+    prompt = f"{passage}Question: Which river flows through Cologne?\nAnswer:"
+
+    def other_prompts():
+        llm.generate([f"{HEADER}Question: Who wrote Hamlet?\nAnswer:", f"{passage}Question: Name a town.\nAnswer:"],
+                     max_new_tokens=2)
+
+    def exact_then_others():
+        "".join(llm.stream(f"{passage}Question: Which river is named?\nAnswer:", max_new_tokens=2, exact=True))
+        other_prompts()
+
     pick, seen = llm._pick, []
     monkeypatch.setattr(llm, "_pick", lambda logits, *args: seen.append(np.array(logits)) or pick(logits, *args))
     runs = []
-    for history in histories:
+    for history in (lambda: None, other_prompts, exact_then_others):
         llm.clear_cache()
-        if history:
-            llm.generate(history, max_new_tokens=2)
+        history()
         seen.clear()
+        computed = llm.usage.prompt_tokens
         text = "".join(llm.stream(prompt, max_new_tokens=4, stop=["\n"], exact=True))
-        runs.append((text, seen[0]))
-    (cold_text, cold_logits), (warm_text, warm_logits) = runs
-    assert np.array_equal(cold_logits, warm_logits)
-    assert cold_text == warm_text
+        runs.append((text, seen[0], llm.usage.prompt_tokens - computed))
+    (cold_text, cold_logits, cold_cells), *warm = runs
+    for text, logits, _ in warm:
+        assert np.array_equal(logits, cold_logits)
+        assert text == cold_text
+    shared = len(llm._prompt_tokens(passage)) // EXACT_BLOCK * EXACT_BLOCK
+    assert warm[1][2] == cold_cells - shared  # the earlier exact prompt's whole blocks served again

@@ -116,6 +116,12 @@ def gguf_file(spec: str | None) -> Path:
     return path
 
 
+EXACT_BLOCK = 64
+"""Tokens an exact prompt is decoded in per call, at fixed positions from 0: a block's cells are then
+computed the same way whatever ran before, and whole blocks an earlier exact prompt shared (the header)
+serve again (:meth:`LlamaCppLLM._fill_exact`)."""
+
+
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     """Length of the longest common prefix (slice comparisons run in C; a binary search finds the end)."""
     lo, hi = 0, min(len(a), len(b))
@@ -224,6 +230,7 @@ class LlamaCppLLM(Judge):
         self._coalesced = Coalescer(self._generate_batched)
         self._held: list[list[int]] = [[] for _ in range(n_seq)]  # tokens each sequence's cells hold
         self._used = [0] * n_seq  # when each sequence last served a call (least recently used is reused first)
+        self._exact: tuple[int, list[int]] | None = None  # the sequence whose first cells are exact blocks; tokens
         self._clock = 0
         self._piece_buffer = ctypes.create_string_buffer(256)
         self._yes_ids = self._single_token_ids(YES_WORDS)
@@ -409,6 +416,7 @@ class LlamaCppLLM(Judge):
         """Drop every cached sequence (after an error the cache content is unknown; benchmarks start cold)."""
         self._lib.llama_memory_clear(self._memory, True)
         self._held = [[] for _ in range(self.n_seq)]
+        self._exact = None
 
     def _idle(self, keep: Sequence[int]) -> list[int]:
         """The cached sequences outside ``keep``, least recently used first (the order they are dropped in)."""
@@ -418,6 +426,12 @@ class LlamaCppLLM(Judge):
         """Forget one cached sequence (its cells are freed once no other sequence shares them)."""
         self._lib.llama_memory_seq_rm(self._memory, seq, -1, -1)
         self._held[seq] = []
+        self._truncated(seq, 0)
+
+    def _truncated(self, seq: int, n: int) -> None:
+        """Sequence ``seq`` keeps only its first ``n`` cells: so many of its exact blocks stay exact."""
+        if self._exact and self._exact[0] == seq:
+            self._exact = (seq, self._exact[1][:n]) if n else None
 
     def _assign(self, rows: Sequence[list[int]], firsts: Sequence[int]) -> tuple[list[int], list[int]]:
         """A sequence per row, holding the longest prefix of its tokens that any cached sequence had.
@@ -439,11 +453,13 @@ class LlamaCppLLM(Judge):
             if n and readers[source] == 1:
                 placed[r] = source
                 lib.llama_memory_seq_rm(memory, source, n, -1)
+                self._truncated(source, n)
         free = sorted((s for s in range(self.n_seq) if s not in sources), key=self._used.__getitem__)
         for r, (source, n) in enumerate(best):
             if r not in placed:
                 placed[r] = target = free.pop(0)
                 lib.llama_memory_seq_rm(memory, target, -1, -1)
+                self._truncated(target, 0)
                 if n:
                     lib.llama_memory_seq_cp(memory, source, target, 0, n)
         seqs = [placed[r] for r in range(len(rows))]
@@ -502,6 +518,32 @@ class LlamaCppLLM(Judge):
         self._decode(batch, lambda i, logits: use(logits, readers[order[i]]), keep=seqs, hidden=hidden)
         return seqs
 
+    def _fill_exact(self, tokens: list[int], use: Callable[[np.ndarray, list[tuple[int, int]]], None]) -> int:
+        """Bring one sequence to hold ``tokens`` so that their logits depend on the tokens alone; return it.
+
+        llama.cpp's logits for a token depend on how its cells were batched and where the cache put
+        them. So every other sequence is dropped, and the tokens are decoded in blocks of
+        ``EXACT_BLOCK`` at fixed positions from 0; whole blocks that the previous exact prompt computed
+        the same way (still intact) are kept. ``use(logits, [(0, last position)])`` gets the last token's logits.
+        """
+        seq, valid = self._exact or (0, [])
+        kept = min(common_prefix(valid, tokens), len(tokens) - 1) // EXACT_BLOCK * EXACT_BLOCK
+        if kept:
+            for other in range(self.n_seq):
+                if other != seq:
+                    self._drop(other)
+            self._lib.llama_memory_seq_rm(self._memory, seq, kept, -1)
+        else:
+            self.clear_cache()
+        last = len(tokens) - 1
+        for start in range(kept, len(tokens), EXACT_BLOCK):
+            block = [(t, p, (seq,), p == last) for p, t in enumerate(tokens[start : start + EXACT_BLOCK], start)]
+            self._decode(block, lambda _, logits: use(logits, [(0, last)]), keep=[seq])
+        record(self.usage, Usage(prompt_tokens=len(tokens) - kept))
+        self._clock += 1
+        self._used[seq], self._held[seq], self._exact = self._clock, list(tokens), (seq, list(tokens))
+        return seq
+
     def _rounds(
         self, items: Sequence[int], tokens: Callable[[int], list[int]], *, rows: int, extra: int = 0
     ) -> Iterator[list[int]]:
@@ -547,6 +589,7 @@ class LlamaCppLLM(Judge):
         rng: np.random.Generator,
         stop: Sequence[str] | None,
         reuse: bool = True,
+        exact: bool = False,
     ) -> Iterator[tuple[int, str]]:
         """Decode one round of rows together, one sequence each; yield ``(row, text so far)`` after each new token.
 
@@ -566,7 +609,10 @@ class LlamaCppLLM(Judge):
 
         with self._lock:
             try:
-                seqs = self._fill(prompts, [[len(p) - 1] for p in prompts], pick, reuse=reuse)
+                if exact:  # one prompt (``stream``)
+                    seqs = [self._fill_exact(prompts[0], pick)]
+                else:
+                    seqs = self._fill(prompts, [[len(p) - 1] for p in prompts], pick, reuse=reuse)
                 raw = [b""] * len(prompts)
                 position = [len(p) for p in prompts]
                 active = list(range(len(prompts)))
@@ -657,10 +703,10 @@ class LlamaCppLLM(Judge):
     ) -> Iterator[str]:
         """Greedy completion of one prompt, yielded piece by piece (a possible stop string is held back).
 
-        ``exact=True`` computes the prompt from an emptied cache: a prompt decoded after a cached prefix
-        gets other logits than the same prompt decoded whole (on 59 robustness-suite answer prompts,
-        never bit-identical across two histories, and a different first token for 4), so only then is
-        the text the same whatever ran before.
+        ``exact=True`` decodes the prompt with :meth:`_fill_exact`: a prompt decoded after a cached
+        prefix, or beside other sequences' cells, gets other logits than the same prompt decoded alone
+        (on 59 robustness-suite answer prompts, never bit-identical across two histories, and a different
+        first token for 4), so only then is the text the same whatever ran before.
         """
         hold = max((len(s) for s in stop or ()), default=1) - 1
         text, sent = "", 0
@@ -670,7 +716,7 @@ class LlamaCppLLM(Judge):
             temperature=0.0,
             rng=np.random.default_rng(0),
             stop=stop,
-            reuse=not exact,
+            exact=exact,
         )
         for _, text in rows:
             if len(text) - hold > sent:
