@@ -147,10 +147,18 @@ def test_an_exact_stream_gets_the_same_logits_whatever_ran_before(llm, monkeypat
         "".join(llm.stream(f"{passage}Question: Which river is named?\nAnswer:", max_new_tokens=2, exact=True))
         other_prompts()
 
+    def exact_then_every_sequence():
+        """A method's later calls: one row that shares only the header (it must copy the exact cells, not
+        take their sequence over and cut it), then more rows than sequences (the exact one is given up last)."""
+        "".join(llm.stream(f"{passage}Question: Which river is named?\nAnswer:", max_new_tokens=2, exact=True))
+        llm.generate([f"{HEADER}Question: Who wrote Hamlet?\nAnswer:"], max_new_tokens=2)
+        for call in range(5):
+            llm.generate([f"Question: What is {call} + {k}?\nAnswer:" for k in range(8)], max_new_tokens=1)
+
     pick, seen = llm._pick, []
     monkeypatch.setattr(llm, "_pick", lambda logits, *args: seen.append(np.array(logits)) or pick(logits, *args))
     runs = []
-    for history in (lambda: None, other_prompts, exact_then_others):
+    for history in (lambda: None, other_prompts, exact_then_others, exact_then_every_sequence):
         llm.clear_cache()
         history()
         seen.clear()
@@ -162,4 +170,4 @@ def test_an_exact_stream_gets_the_same_logits_whatever_ran_before(llm, monkeypat
         assert np.array_equal(logits, cold_logits)
         assert text == cold_text
     shared = len(llm._prompt_tokens(passage)) // EXACT_BLOCK * EXACT_BLOCK
-    assert warm[1][2] == cold_cells - shared  # the earlier exact prompt's whole blocks served again
+    assert warm[1][2] == warm[2][2] == cold_cells - shared  # the earlier exact prompt's whole blocks served again

@@ -45,7 +45,7 @@ import logging
 import os
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -419,28 +419,36 @@ class LlamaCppLLM(Judge):
         self._exact = None
 
     def _idle(self, keep: Sequence[int]) -> list[int]:
-        """The cached sequences outside ``keep``, least recently used first (the order they are dropped in)."""
-        return sorted((s for s in range(self.n_seq) if s not in keep and self._held[s]), key=self._used.__getitem__)
+        """The cached sequences outside ``keep``, in the order they are dropped in (:meth:`_reuse_order`)."""
+        return self._reuse_order(s for s in range(self.n_seq) if s not in keep and self._held[s])
+
+    def _reuse_order(self, seqs: Iterable[int]) -> list[int]:
+        """``seqs`` in the order they are given up: least recently used first, the exact blocks last, so
+        the next question's exact reading finds its header blocks after a method's other calls."""
+        exact = self._exact[0] if self._exact else -1
+        return sorted(seqs, key=lambda s: (s == exact, self._used[s]))
 
     def _drop(self, seq: int) -> None:
         """Forget one cached sequence (its cells are freed once no other sequence shares them)."""
         self._lib.llama_memory_seq_rm(self._memory, seq, -1, -1)
         self._held[seq] = []
-        self._truncated(seq, 0)
+        self._emptied(seq)
 
-    def _truncated(self, seq: int, n: int) -> None:
-        """Sequence ``seq`` keeps only its first ``n`` cells: so many of its exact blocks stay exact."""
+    def _emptied(self, seq: int) -> None:
+        """Sequence ``seq`` lost its cells: if it held the exact blocks, there are none now."""
         if self._exact and self._exact[0] == seq:
-            self._exact = (seq, self._exact[1][:n]) if n else None
+            self._exact = None
 
     def _assign(self, rows: Sequence[list[int]], firsts: Sequence[int]) -> tuple[list[int], list[int]]:
         """A sequence per row, holding the longest prefix of its tokens that any cached sequence had.
 
         Returns each row's sequence and how many of its tokens it already holds (never past
         ``firsts[r]``, the first position whose logits the row needs). A row takes over its source
-        when no other row reads it; the others take the least recently used sequences.
+        when no other row reads it and it holds no exact blocks; the others take the sequences
+        given up first (:meth:`_reuse_order`), with a copy of their source's shared cells.
         """
         lib, memory = self._lib, self._memory
+        exact = self._exact[0] if self._exact else -1
         best = []
         for tokens, first in zip(rows, firsts, strict=True):
             shared = [min(common_prefix(held, tokens), first) for held in self._held]
@@ -450,16 +458,15 @@ class LlamaCppLLM(Judge):
         sources = set(readers)
         placed: dict[int, int] = {}  # row → the sequence it runs in
         for r, (source, n) in enumerate(best):
-            if n and readers[source] == 1:
+            if n and readers[source] == 1 and source != exact:
                 placed[r] = source
                 lib.llama_memory_seq_rm(memory, source, n, -1)
-                self._truncated(source, n)
-        free = sorted((s for s in range(self.n_seq) if s not in sources), key=self._used.__getitem__)
+        free = self._reuse_order(s for s in range(self.n_seq) if s not in sources)
         for r, (source, n) in enumerate(best):
             if r not in placed:
                 placed[r] = target = free.pop(0)
                 lib.llama_memory_seq_rm(memory, target, -1, -1)
-                self._truncated(target, 0)
+                self._emptied(target)
                 if n:
                     lib.llama_memory_seq_cp(memory, source, target, 0, n)
         seqs = [placed[r] for r in range(len(rows))]
@@ -524,7 +531,8 @@ class LlamaCppLLM(Judge):
         llama.cpp's logits for a token depend on how its cells were batched and where the cache put
         them. So every other sequence is dropped, and the tokens are decoded in blocks of
         ``EXACT_BLOCK`` at fixed positions from 0; whole blocks that the previous exact prompt computed
-        the same way (still intact) are kept. ``use(logits, [(0, last position)])`` gets the last token's logits.
+        the same way are kept (other calls copy its cells but never change or reuse its sequence while
+        another is free: :meth:`_assign`). ``use(logits, [(0, last position)])`` gets the last token's logits.
         """
         seq, valid = self._exact or (0, [])
         kept = min(common_prefix(valid, tokens), len(tokens) - 1) // EXACT_BLOCK * EXACT_BLOCK
