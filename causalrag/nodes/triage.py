@@ -18,9 +18,10 @@ answer a question keeps when nothing conflicts), then :func:`assess` looks at th
 :func:`route_by_shape` then sends the question to one of three mechanisms, each its own node:
 
 * ``keep`` — nothing conflicts (every source that answers alone agrees with the joint reading), no
-  passage answers alone but one states the joint reading's answer (a bridge, read jointly), or the
-  sources scatter over several answers with no plurality to trust (a correlation trap's look-alikes):
-  standard RAG's answer stands (do no harm);
+  passage answers alone but one states the joint reading's answer (a bridge, read jointly), the
+  question names its own options (yes/no, "A or B": a passage read alone can only pick one, so it is
+  not read alone unless ``option_votes``), or the sources scatter over several answers with no
+  plurality to trust (a correlation trap's look-alikes): standard RAG's answer stands (do no harm);
 * ``vote`` — the sources disagree and one answer has a plurality of at least two, or the joint
   reading disagrees with every source that answers alone: the method's own isolate-and-aggregate
   mechanism (Astute's consolidation, CF-RAG's hypotheses and Ψ, RetroRAG's loop);
@@ -46,7 +47,7 @@ from causalrag.nodes.common import context, emit, llm_of, question_of, traced
 from causalrag.nodes.evidence import Group, group_readings, passage_text, read_cached
 from causalrag.prompts.common import ANSWER_STOP, answer_prompt
 from causalrag.state.base import Assessment, Route, RoutedContext, TriageState
-from causalrag.text import clean_answer, mentions, normalize_answer, same_answer, states
+from causalrag.text import clean_answer, mentions, normalize_answer, question_options, same_answer, states
 from causalrag.tools.backends.base import LLM
 
 R = TypeVar("R", bound=RoutedContext)
@@ -69,7 +70,14 @@ def confidence(llm: LLM, question: str, answer: str) -> float:
 
 
 def shape_of(
-    groups: Sequence[Group], standard: str, closed: str, sure: float, ctx: RoutedContext, *, stated: bool = True
+    groups: Sequence[Group],
+    standard: str,
+    closed: str,
+    sure: float,
+    ctx: RoutedContext,
+    *,
+    stated: bool = True,
+    compared: bool = False,
 ) -> tuple[str, Route, str | None]:
     """(shape, route, the answer the model's knowledge holds against the passages) from the assessment.
 
@@ -79,10 +87,11 @@ def shape_of(
     with, the joint reading stands; ``agree``; ``unanswered`` (no passage answers alone, but one
     states the joint reading's answer: a bridge); ``unsupported`` (no passage answers alone and none
     states the joint reading's answer, ``stated`` false: off-topic passages), where the model's own
-    answer is taken however sure it is; and ``contradicted`` when the model's own answer overrules what
-    the passages say (their first group, else the joint reading): it is sure of it (mean per-token log-probability ≥
-    ``knowledge_confidence``), or it sides with a minority of the sources and is at least
-    ``minority_confidence`` sure.
+    answer is taken however sure it is; ``compared`` (the question names its own options and the
+    passages were not read alone, ``compared`` true: the joint reading decides); and ``contradicted``
+    when the model's own answer overrules what the passages say (their first group, else the joint
+    reading): it is sure of it (mean per-token log-probability ≥ ``knowledge_confidence``), or it sides
+    with a minority of the sources and is at least ``minority_confidence`` sure.
     """
     if len(groups) >= 2:
         sizes = [len(g.members) for g in groups]
@@ -91,7 +100,7 @@ def shape_of(
         said = groups[0].answer
         shape = "agree" if not normalize_answer(standard) or same_answer(said, standard) else "conflict"
     else:
-        said, shape = standard, "unanswered" if stated else "unsupported"
+        said, shape = standard, "compared" if compared else "unanswered" if stated else "unsupported"
     if normalize_answer(closed) and not same_answer(closed, said):
         if shape == "unsupported":
             return shape, "knowledge", closed
@@ -112,12 +121,16 @@ def assess(state: TriageState, runtime: Runtime[R]) -> dict[str, Any]:
     llm, question = llm_of(ctx), question_of(state)
     docs = list(state.get("documents") or [])
     standard = str(state.get("answer") or "")
-    readings, read = read_cached(llm, question, docs, state.get("read") or {})
-    groups = group_readings(readings, [d.id or str(i) for i, d in enumerate(docs)])
+    compared = bool(question_options(question)) and not ctx.option_votes
+    read = state.get("read") or {}
+    groups = []
+    if not compared:
+        readings, read = read_cached(llm, question, docs, read)
+        groups = group_readings(readings, [d.id or str(i) for i, d in enumerate(docs)])
     closed = closed_book_answer(llm, question, ctx.max_new_tokens)
     sure = confidence(llm, question, closed)
     stated = any(states(passage_text(d), standard, question) for d in docs)
-    shape, route, believed = shape_of(groups, standard, closed, sure, ctx, stated=stated)
+    shape, route, believed = shape_of(groups, standard, closed, sure, ctx, stated=stated, compared=compared)
     assessment: Assessment = {
         "shape": shape, "route": route if ctx.mechanism == "auto" else ctx.mechanism, "standard": standard,
         "closed_book": closed, "confidence": round(sure, 4), "believed": believed,

@@ -151,8 +151,8 @@ class Assessment(TypedDict, total=False):
     """What :func:`causalrag.nodes.triage.assess` saw: the shape of the evidence and the mechanism it chose."""
 
     shape: str
-    """``agree``, ``conflict``, ``scattered``, ``unanswered``, ``unsupported`` or ``contradicted`` (empty when
-    skipped)."""
+    """``agree``, ``conflict``, ``scattered``, ``unanswered``, ``unsupported``, ``compared`` or ``contradicted``
+    (empty when skipped)."""
     route: Route
     standard: str
     """Standard RAG's answer (the joint reading)."""
@@ -192,3 +192,8 @@ class RoutedContext(JudgedContext):
     minority_confidence: float = -1.5
     """How sure the model must be of its own answer to side with a minority of the sources against the
     majority (the sources disagree, so less certainty is needed than to overrule all of them)."""
+    option_votes: bool = False
+    """Whether a passage read alone votes on a question that names its own options (yes/no; "…, A or
+    B?"). Off, such a question is read jointly (shape ``compared``): a passage read alone can only pick
+    one of the options, and the bundled model picks the question's favourite whatever the passage holds
+    (docs/results.md, 2026-11-26). Turn it on for a model whose single-passage choices follow the passage."""

@@ -67,9 +67,9 @@ def reader(standard: str, closed: str, sure: float = -3.0, *, relevant: bool = T
     return FakeLLM(default=reply, option=option)
 
 
-def run(method: str, llm: FakeLLM, store: Store, **params) -> dict:
+def run(method: str, llm: FakeLLM, store: Store, question: str = QUESTION, **params) -> dict:
     params = {"judge": "score", **get_method(method).cpu_params, **params}
-    return build_graph(method, llm=llm, store=store, k=5, **params).invoke({"question": QUESTION})
+    return build_graph(method, llm=llm, store=store, k=5, **params).invoke({"question": question})
 
 
 def nodes(state: dict) -> list[str]:
@@ -121,6 +121,17 @@ def test_shape_and_route(found, standard, closed, sure, expected):
 )
 def test_no_passage_answering_or_stating_the_joint_answer_leaves_it_to_knowledge(closed, sure, expected):
     assert shape_of([], "Tartu", closed, sure, CTX, stated=False) == expected
+
+
+@pytest.mark.parametrize(
+    ("closed", "sure", "expected"),
+    [
+        ("Sydney", -3.0, ("compared", "keep", None)),  # the joint reading decides
+        ("Sydney", -0.2, ("contradicted", "knowledge", "Sydney")),  # unless the model is sure otherwise
+    ],
+)
+def test_a_question_naming_its_options_is_read_jointly(closed, sure, expected):
+    assert shape_of([], "Canberra", closed, sure, CTX, compared=True) == expected
 
 
 # --------------------------------------------------------------------------- the graphs
@@ -177,6 +188,25 @@ def test_off_topic_passages_leave_the_answer_to_the_models_knowledge(method):
     assessment = state["assessment"]
     assert (assessment["shape"], assessment["route"], assessment["groups"]) == ("unsupported", "knowledge", [])
     assert nodes(state)[-1] == "trust_knowledge" and state["answer"] == "Canberra"
+
+
+EITHER_OR = "Which city is the capital of Australia, Canberra or Sydney?"
+
+
+@pytest.mark.parametrize("method", ROUTED)
+def test_an_either_or_question_is_not_read_passage_by_passage(method):
+    """Sources that disagree would go to the vote; a question that names its options is read jointly
+    instead (``option_votes`` off): no single-passage reading, standard RAG's answer stands."""
+    store = store_of("Sydney", "Sydney", "Sydney", "Canberra", "Canberra")
+    llm = reader(standard="Canberra", closed="Sydney")
+    state = run(method, llm, store, question=EITHER_OR)
+    assessment = state["assessment"]
+    assert (assessment["shape"], assessment["route"], assessment["groups"]) == ("compared", "keep", [])
+    assert state["answer"] == "Canberra" and nodes(state) == ["retrieve", "answer", "assess"]
+    assert not any(len(passage_block(p)) == 1 for p in llm.prompts)  # no passage was read alone
+    voted = run(method, reader(standard="Canberra", closed="Sydney"), store, question=EITHER_OR, option_votes=True)
+    assert voted["assessment"]["shape"] == "conflict"
+    assert [g["answer"] for g in voted["assessment"]["groups"]] == ["Sydney", "Canberra"]
 
 
 @pytest.mark.parametrize("method", ROUTED)
