@@ -27,10 +27,10 @@ answer a question keeps when nothing conflicts), then :func:`assess` looks at th
   mechanism (Astute's consolidation, CF-RAG's hypotheses and Ψ, RetroRAG's loop);
 * ``knowledge`` — the model's own answer contradicts what the passages say (their majority, their
   only answer, or their joint reading) and it is sure of it, or it sides with a minority of the
-  sources and is fairly sure, or no passage answers the question and none states the joint reading's
-  answer (the passages are off topic: that answer is the model's knowledge distracted by unrelated
-  text, and its closed-book answer is the same knowledge undistracted — Astute RAG's worst case, §3):
-  :func:`trust_knowledge` (Astute reads its internal passages).
+  sources (an independent witness for one side of a dispute), or no passage answers the question and
+  none states the joint reading's answer (the passages are off topic: that answer is the model's
+  knowledge distracted by unrelated text, and its closed-book answer is the same knowledge
+  undistracted — Astute RAG's worst case, §3): :func:`trust_knowledge` (Astute reads its internal passages).
 
 ``mechanism="paper"`` skips the assessment and runs the paper's own path for every question;
 ``vote``/``knowledge``/``keep`` force one mechanism (ablations).

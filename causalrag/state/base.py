@@ -189,9 +189,12 @@ class RoutedContext(JudgedContext):
     model must be before its own answer overrules what the passages say. Measured on the robustness
     suite's dev half (docs/results.md): above it the bundled model's closed-book answers were right
     nearly always; below it, overruling the passages cost more than it won."""
-    minority_confidence: float = -1.5
+    minority_confidence: float = -5.0
     """How sure the model must be of its own answer to side with a minority of the sources against the
-    majority (the sources disagree, so less certainty is needed than to overrule all of them)."""
+    majority. The default takes any closed-book answer (the bundled model's lie above −3.1): on the
+    robustness suite's dev half, a closed-book answer that agreed with a minority of disagreeing sources
+    was right 24 times in 28, and the 4 wrong ones were all at −1.5 or above, so asking for certainty
+    there only lost right answers (docs/results.md, 2026-11-26)."""
     option_votes: bool = False
     """Whether a passage read alone votes on a question that names its own options (yes/no; "…, A or
     B?"). Off, such a question is read jointly (shape ``compared``): a passage read alone can only pick

@@ -97,9 +97,10 @@ CTX = RoutedContext()
             groups(("Sydney", 3), ("Canberra", 2)),
             "Sydney",
             "Canberra",
-            -2.0,
+            -6.0,
             ("conflict", "vote", None),
-        ),  # not sure enough
+        ),  # below even minority_confidence's low bar
+        (groups(("Sydney", 3), ("Canberra", 2)), "Sydney", "Canberra", -2.0, ("contradicted", "knowledge", "Canberra")),
         (groups(("Sydney", 1), ("Canberra", 1), ("Perth", 1)), "Canberra", "", -9.0, ("scattered", "keep", None)),
         (groups(("Sydney", 2), ("Canberra", 2)), "Canberra", "", -9.0, ("scattered", "keep", None)),  # no plurality
         (groups(("Sydney", 3)), "Sydney", "Canberra", -0.8, ("agree", "keep", None)),  # alone against all: needs −0.5
