@@ -191,8 +191,8 @@ class RoutedContext(JudgedContext):
     nearly always; below it, overruling the passages cost more than it won."""
     minority_confidence: float = -5.0
     """How sure the model must be of its own answer to side with a minority of the sources against the
-    majority. The default takes any closed-book answer (the bundled model's lie above −3.1): on the
-    robustness suite's dev half, a closed-book answer that agreed with a minority of disagreeing sources
+    majority. The default takes any closed-book answer (the bundled model's all scored above −3.1 on the
+    robustness suite's dev half): there, a closed-book answer that agreed with a minority of disagreeing sources
     was right 24 times in 28, and the 4 wrong ones were all at −1.5 or above, so asking for certainty
     there only lost right answers (docs/results.md, 2026-11-26)."""
     option_votes: bool = False
