@@ -6,9 +6,11 @@ no free text is parsed for a decision:
 * the discovery gates are likelihood gains (calibrated against "N/A"): s_ra — how much the source
   passage raises the inference's likelihood ("is it stated there?"), s_qr — how much the inference
   raises the likelihood of the question ("does it help answer it?"); s = σ(gain), kept iff both > 0.5;
-* the answer a is a scored choice, under the direct prompt M_D with E_s and E_i, among the answers
-  the source passages give when read alone (:mod:`causalrag.nodes.evidence`) — no chain of thought
-  to hallucinate in; its reasoning r (for the re-query) is the source sentence that states a;
+* the answer a is chosen among the answers the source passages give when read alone
+  (:mod:`causalrag.nodes.evidence`) — no chain of thought to hallucinate in — the most confirmed
+  first (sources of E_s beyond the first that state it), then the scored choice under the direct
+  prompt M_D with E_s and E_i among equally confirmed ones (:func:`~causalrag.nodes.evidence.reliability`,
+  as Astute and CF-RAG decide); its reasoning r (for the re-query) is the source sentence that states a;
 * the self-consistency score s_sc is the choice's probability mass on a: the expected agreement of
   a temperature-1 SC-generator answer a_sc with a (a_sc itself is one such draw, seeded).
 
@@ -55,7 +57,14 @@ from causalrag.nodes.common import (
     stream_text,
     traced,
 )
-from causalrag.nodes.evidence import group_readings, read_cached, with_candidate, written_answer
+from causalrag.nodes.evidence import (
+    confirmations,
+    group_readings,
+    read_cached,
+    reliability,
+    with_candidate,
+    written_answer,
+)
 from causalrag.prompts import retro as prompts
 from causalrag.state.retro import Consistency, RetroContext, RetroState, Round
 from causalrag.text import (
@@ -403,10 +412,14 @@ def answer_from_evidence(state: RetroState, runtime: Runtime[RetroContext]) -> d
 def scored_answer(
     state: RetroState, runtime: Runtime[Any], ctx: RetroContext, sources: list[Document], facts: list[str]
 ) -> dict:
-    """a: the scored choice under M_D among the answers the sources give read alone (each passage is
-    read once per run and remembered in ``read``) and M_D's own greedy answer over E_s and E_i (a
-    bridge answer no single source gives); s_sc: the choice's mass on a; a_sc: one seeded
-    temperature-``sc_temperature`` draw from the choice."""
+    """a: the most reliable of the answers the sources give read alone (each passage is read once per
+    run and remembered in ``read``) and M_D's own greedy answer over E_s and E_i (a bridge answer no
+    single source gives): cross-source confirmation first, M_D's scored choice among equally confirmed
+    answers. s_sc: the choice's mass on a; a_sc: one seeded temperature-``sc_temperature`` draw from it.
+
+    Read jointly, the 270M model follows a conflicting E_s's blend, which is why Astute and CF-RAG
+    vote this way too. A self-consistency score that stays M_D's own keeps the paper's loop: a voted
+    a that M_D doubts sends the question round again."""
     question, llm = question_of(state), llm_of(ctx)
     held, read = read_cached(llm, question, sources, state.get("read") or {})
     direct = prompts.direct_prompt(question, sources, facts)
@@ -420,7 +433,8 @@ def scored_answer(
         return {"answer": "", "reasoning": "", "sc_answer": "", "sc_choice": {}, "read": read,
                 "trace": [{"iteration": iteration, "answer": "", "no_candidate_fallbacks": 1}]}
     choice = llm.choose([direct], [options])[0]
-    final = choice.answer or ""
+    scores = reliability(confirmations(options, held), choice)
+    final = options[max(range(len(options)), key=scores.__getitem__)]
     stating = [d for d in sources if mentions(final, passage_text(d))]
     reasoning = key_sentences(question, passage_text(stating[0]), 1) if stating else ""
     rng = np.random.default_rng(None if ctx.seed is None else ctx.seed + iteration)
@@ -449,6 +463,7 @@ def scored_answer(
                 "reasoning": reasoning,
                 "sc_answer": sc_answer,
                 "choice": choice.as_dict(),
+                "reliability": [round(x, 4) for x in scores],
                 "no_candidate_fallbacks": 0,
             }
         ],
