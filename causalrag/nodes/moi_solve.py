@@ -110,13 +110,16 @@ def prune(permutations: Sequence[Permutation], length: int) -> list[Permutation]
 
 
 def with_singletons(permutations: Sequence[Permutation], n: int) -> list[Permutation]:
-    """The orderings plus each of the n passages alone (Eq. 1's pointwise interventions), those not already there.
+    """The orderings plus each of the n passages alone (Eq. 1's pointwise interventions, those not already
+    there) when the orderings alone leave w and u unidentified; else the orderings as they are.
 
-    Orderings of all n passages leave the sign and scale of u to the solver's prior
+    Orderings of all n passages (or cyclic shifts) leave the sign and scale of u to the solver's prior
     (:func:`solve_position_bias`); a passage scored alone observes its utility at the first position
     directly, so the data decide them (our choice; the paper's mixture has no singletons).
     """
     perms = [tuple(p) for p in permutations]
+    if not perms or identifiable(perms, n):
+        return perms
     return perms + [(i,) for i in range(n) if (i,) not in perms]
 
 
@@ -169,6 +172,12 @@ def _design_rank(perms: Sequence[Permutation], n: int, width: int) -> int:
     return int(np.linalg.matrix_rank(design_jacobian(perms, rng.dirichlet(np.ones(width)), rng.normal(size=n))))
 
 
+def identifiable(perms: Sequence[Permutation], n: int) -> bool:
+    """Whether Eq. 4 pins down w and u from these orderings: a full-rank design that shows every passage."""
+    width = max(len(p) for p in perms)
+    return _design_rank(perms, n, width) == width + n and {i for p in perms for i in p} == set(range(n))
+
+
 def solve_position_bias(
     permutations: Sequence[Permutation], scores: Sequence[float], n: int, *, ridge: float = 1e-3
 ) -> Solution:
@@ -210,7 +219,7 @@ def solve_position_bias(
     seen = flat.sum(axis=0)
     u0 = np.where(seen > 0, (onehot.sum(axis=1).T @ z) / np.maximum(seen, 1), 0.0)
     w0 = position_prior(width)
-    identifiable = _design_rank(perms, n, width) == width + n and bool(seen.all())
+    pinned = identifiable(perms, n)
 
     def loss(x: np.ndarray) -> tuple[float, np.ndarray]:
         w, u = x[:width], x[width:]
@@ -231,7 +240,7 @@ def solve_position_bias(
     if width == 1:  # one position: Eq. 4 reduces to u = the mean score (pointwise Bayes saliency)
         result_x, ok = np.concatenate([[1.0], u0]), True
     else:
-        starts = [w0, w0[::-1], np.full(width, 1.0 / width)] if identifiable else [w0]
+        starts = [w0, w0[::-1], np.full(width, 1.0 / width)] if pinned else [w0]
         results = [
             minimize(
                 loss,
@@ -256,7 +265,7 @@ def solve_position_bias(
         weights=[float(v) for v in w],
         utilities=[float(center + spread * v) for v in u],
         residual=rms,
-        identifiable=identifiable,
+        identifiable=pinned,
         fallback=not ok,
     )
 
