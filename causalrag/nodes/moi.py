@@ -24,6 +24,7 @@ from causalrag.nodes.moi_solve import (
     solve_position_bias,
     tree_permutations,
     utility_ranking,
+    with_singletons,
 )
 from causalrag.prompts.common import ANSWER_STOP, answer_prompt
 from causalrag.prompts.moi import question_continuation, saliency_prefix
@@ -46,7 +47,8 @@ def propose(ctx: MoIContext, n: int) -> list[Permutation]:
         orders = sampled_permutations(n, budget, ctx.seed)
     else:
         orders = tree_permutations(n, budget, ctx.seed, shared=ctx.shared_prefix, width=max(ctx.prefix, 0))
-    return prune(orders, ctx.prefix)
+    orders = prune(orders, ctx.prefix)
+    return with_singletons(orders, n) if ctx.singletons else orders
 
 
 def positions(ctx: MoIContext, n: int) -> int:

@@ -109,6 +109,20 @@ def prune(permutations: Sequence[Permutation], length: int) -> list[Permutation]
     return [tuple(p[:length]) for p in permutations]
 
 
+def with_singletons(permutations: Sequence[Permutation], n: int) -> list[Permutation]:
+    """The orderings plus each of the n passages alone (Eq. 1's pointwise interventions, those not already
+    there) when the orderings alone leave w and u unidentified; else the orderings as they are.
+
+    Orderings of all n passages (or cyclic shifts) leave the sign and scale of u to the solver's prior
+    (:func:`solve_position_bias`); a passage scored alone observes its utility at the first position
+    directly, so the data decide them (our choice; the paper's mixture has no singletons).
+    """
+    perms = [tuple(p) for p in permutations]
+    if not perms or identifiable(perms, n):
+        return perms
+    return perms + [(i,) for i in range(n) if (i,) not in perms]
+
+
 def default_budget(n: int) -> int:
     """|S| = 2n: the paper's minimum, enough equations for the n utilities and n position weights (§3.2.1)."""
     return 2 * n
@@ -158,6 +172,12 @@ def _design_rank(perms: Sequence[Permutation], n: int, width: int) -> int:
     return int(np.linalg.matrix_rank(design_jacobian(perms, rng.dirichlet(np.ones(width)), rng.normal(size=n))))
 
 
+def identifiable(perms: Sequence[Permutation], n: int) -> bool:
+    """Whether Eq. 4 pins down w and u from these orderings: a full-rank design that shows every passage."""
+    width = max(len(p) for p in perms)
+    return _design_rank(perms, n, width) == width + n and {i for p in perms for i in p} == set(range(n))
+
+
 def solve_position_bias(
     permutations: Sequence[Permutation], scores: Sequence[float], n: int, *, ridge: float = 1e-3
 ) -> Solution:
@@ -175,15 +195,20 @@ def solve_position_bias(
     one fit: w₀ ∝ 1/(j+1) encodes the position bias the paper measures (Fig. 6: the first
     position, the first passage of the prompt, weighs most), which fixes the sign; the ridge fixes the scale.
     With pruned proposals (passages absent from a prompt add nothing) the fit is identifiable and the prior
-    is negligible. Scores are standardized first: since Σ w = 1 an affine change of the scores
-    is the same affine change of u, which we undo.
+    is negligible; so it is with full orderings plus each passage alone (:func:`with_singletons`), which
+    fixes sign and scale from the data. Scores are standardized first: when every prompt holds the same
+    number of passages, Σ w = 1 makes an affine change of the scores the same affine change of u, which
+    we undo; prompts of different lengths only allow a change of scale (a prompt's score is already relative
+    to no passage at all, log p(q)). An identifiable fit is started from a front-heavy, a back-heavy and a
+    flat w, keeping the lowest loss: the bilinear loss has a mirrored local minimum, and a model whose
+    later passages weigh most would otherwise be fitted upside down from the prior's start.
     """
     perms = [tuple(p) for p in permutations]
     s = np.asarray(scores, dtype=float)
     if not perms or len(perms) != len(s) or n <= 0:
         raise ValueError("solve_position_bias needs one score per permutation and n > 0 passages.")
     width = max(len(p) for p in perms)
-    center = float(s.mean())
+    center = float(s.mean()) if len({len(p) for p in perms}) == 1 else 0.0
     spread = float(s.std()) or 1.0
     z = (s - center) / spread
     # passage-by-position counts let us evaluate the model and its gradient with matrix products
@@ -194,7 +219,7 @@ def solve_position_bias(
     seen = flat.sum(axis=0)
     u0 = np.where(seen > 0, (onehot.sum(axis=1).T @ z) / np.maximum(seen, 1), 0.0)
     w0 = position_prior(width)
-    identifiable = _design_rank(perms, n, width) == width + n and bool(seen.all())
+    pinned = identifiable(perms, n)
 
     def loss(x: np.ndarray) -> tuple[float, np.ndarray]:
         w, u = x[:width], x[width:]
@@ -215,17 +240,22 @@ def solve_position_bias(
     if width == 1:  # one position: Eq. 4 reduces to u = the mean score (pointwise Bayes saliency)
         result_x, ok = np.concatenate([[1.0], u0]), True
     else:
-        result = minimize(
-            loss,
-            np.concatenate([w0, u0]),
-            jac=True,
-            method="SLSQP",
-            bounds=[(0.0, 1.0)] * width + [(None, None)] * n,
-            constraints=[{"type": "eq", "fun": excess_weight, "jac": excess_weight_grad}],
-            options={"maxiter": 500, "ftol": 1e-10},
-        )
-        ok = bool(result.success) and bool(np.all(np.isfinite(result.x)))
-        result_x = result.x if ok else np.concatenate([w0, u0])
+        starts = [w0, w0[::-1], np.full(width, 1.0 / width)] if pinned else [w0]
+        results = [
+            minimize(
+                loss,
+                np.concatenate([start, u0]),
+                jac=True,
+                method="SLSQP",
+                bounds=[(0.0, 1.0)] * width + [(None, None)] * n,
+                constraints=[{"type": "eq", "fun": excess_weight, "jac": excess_weight_grad}],
+                options={"maxiter": 500, "ftol": 1e-10},
+            )
+            for start in starts
+        ]
+        solved = [r for r in results if r.success and np.all(np.isfinite(r.x))]
+        ok = bool(solved)
+        result_x = min(solved, key=lambda r: r.fun).x if ok else np.concatenate([w0, u0])
     w = np.clip(result_x[:width], 0.0, None)
     w = w / w.sum()
     u = result_x[width:]
@@ -235,7 +265,7 @@ def solve_position_bias(
         weights=[float(v) for v in w],
         utilities=[float(center + spread * v) for v in u],
         residual=rms,
-        identifiable=identifiable,
+        identifiable=pinned,
         fallback=not ok,
     )
 

@@ -74,6 +74,11 @@ class MoIContext(RAGContext):
     """Prefix pruning (§3.3.1, Eq. 5-6): score only the first ``prefix`` positions of each
     permutation; 0 keeps all n (the paper's full MoI). The cheap recipe of Table 6 is
     ``proposal="cyclic"`` with a short prefix (e.g. 2)."""
+    singletons: bool = True
+    """Score each passage alone too (n more interventions, Eq. 1's pointwise saliency): with orderings of all n
+    passages Eq. 4 leaves the sign and scale of u to the solver's prior, and on the bundled model that prior
+    ranked the passage that answers a single-hop question below noise (docs/methods.md, MoI). A singleton
+    shares its passage's cells with an ordering that opens with it. ``False`` is the paper's mixture as written."""
     sc_permutations: int = 30
     """Self-consistency baseline: random permutations answered and voted over (App. C: 30)."""
     ridge: float = 1e-3

@@ -42,8 +42,8 @@ def test_moi_scores_permutations_in_one_batch_and_answers_in_utility_order(memor
     state = run(llm, memory_store, candidates=5, k=3)
     assert [e["node"] for e in state["trace"]] == ["retrieve_candidates", "permute", "score", "solve", "answer"]
     permute, score, solve = state["trace"][1:4]
-    assert permute["permutations"] == 10 and permute["positions"] == 5  # |S| = 2n, unpruned
-    assert score["llm_calls"] == 11 and score["forward_passes"] == 1  # 10 orders + log p(q), one call
+    assert permute["permutations"] == 15 and permute["positions"] == 5  # |S| = 2n unpruned, and 5 singletons
+    assert score["llm_calls"] == 16 and score["forward_passes"] == 1  # 15 prompts + log p(q), one call
     assert sum(1 for p, _ in llm.scored if "(none)" in p) == 1  # p(q) once per question
     assert all(c == " " + QUESTION for _, c in llm.scored)
     assert sum(solve["w"]) == pytest.approx(1.0, abs=1e-3) and solve["w"][0] == max(solve["w"])
@@ -57,7 +57,7 @@ def test_moi_scores_permutations_in_one_batch_and_answers_in_utility_order(memor
 
 def test_cyclic_pruned_proposal_costs_n_short_prompts(memory_store):
     llm = FakeLLM(default=" Canberra", logprob=saliency)
-    state = run(llm, memory_store, candidates=5, proposal="cyclic", prefix=2)
+    state = run(llm, memory_store, candidates=5, proposal="cyclic", prefix=2, singletons=False)
     assert state["trace"][1]["permutations"] == 5 and state["trace"][1]["positions"] == 2
     scored = [p for p, _ in llm.scored if "(none)" not in p]
     assert len(scored) == 5 and all(len(passage_lines(p)) == 2 for p in scored)
@@ -65,11 +65,32 @@ def test_cyclic_pruned_proposal_costs_n_short_prompts(memory_store):
     assert titles(state["documents"])[0] == "Canberra"
 
 
+def recency(prefix: str, continuation: str) -> float:
+    """Fake log p(q | passages) of a model whose later passages weigh most (the mirror of :func:`saliency`)."""
+    lines = passage_lines(prefix)
+    bias = [(i + 1) / len(lines) for i in range(len(lines))]
+    return -20.0 + sum(b * (3.0 if "Canberra:" in line else 0.2) for b, line in zip(bias, lines, strict=True))
+
+
+def test_singletons_let_the_data_decide_the_sign_of_u_that_the_prior_would_guess(memory_store):
+    """Orderings of all n passages identify only (w − 1/n)(u − ū); the front-heavy prior then fits a recency-biased
+    model upside down and ranks the passage that answers last. Each passage scored alone fixes it."""
+    paper = run(FakeLLM(default=" Canberra", logprob=recency), memory_store, candidates=5, singletons=False)
+    assert paper["trace"][3]["identifiable"] is False and titles(paper["documents"])[-1] == "Canberra"
+    llm = FakeLLM(default=" Canberra", logprob=recency)
+    state = run(llm, memory_store, candidates=5)
+    solve = state["trace"][3]
+    assert solve["identifiable"] is True and titles(state["documents"])[0] == "Canberra"
+    assert solve["w"][-1] == max(solve["w"])  # the bias is learned, not assumed
+    alone = [p for p, _ in llm.scored if len(passage_lines(p)) == 1]
+    assert len(alone) == 5 and len(llm.scored) == 16  # 10 orderings, 5 singletons, log p(q): one batch
+
+
 def test_max_permutations_budget_caps_the_sample(memory_store):
     llm = FakeLLM(default=" Canberra", logprob=saliency)
-    state = run(llm, memory_store, candidates=4, max_permutations=7)
+    state = run(llm, memory_store, candidates=4, max_permutations=7, singletons=False)
     assert state["trace"][1]["permutations"] == 7 and len(llm.scored) == 8
-    state = run(FakeLLM(logprob=saliency), memory_store, candidates=3, k=3, max_permutations=50)
+    state = run(FakeLLM(logprob=saliency), memory_store, candidates=3, k=3, max_permutations=50, singletons=False)
     assert state["trace"][1]["permutations"] == 6  # all 3! orders
 
 
@@ -118,7 +139,7 @@ def test_stream_shows_permutations_scores_weights_and_utilities(memory_store):
     events = list(graph.stream({"question": QUESTION}, stream_mode=["updates", "custom"]))
     custom = {e["type"]: e for mode, e in events if mode == "custom"}
     assert {"evidence", "permutations", "scores", "position_weights", "utilities", "token", "answer"} <= set(custom)
-    assert len(custom["permutations"]["permutations"]) == 8 and len(custom["scores"]["saliency"]) == 8
+    assert len(custom["permutations"]["permutations"]) == 12 and len(custom["scores"]["saliency"]) == 12  # 8 + 4 alone
     assert custom["utilities"]["utilities"][0]["title"] == "Canberra"
     assert [next(iter(u)) for mode, u in events if mode == "updates"] == [
         "retrieve_candidates",
@@ -139,7 +160,7 @@ def test_rerank_moi_is_a_drop_in_node(memory_store):
     ctx = MoIContext(llm=FakeLLM(logprob=saliency), store=memory_store, k=4)
     state = graph.compile().invoke({"question": QUESTION}, context=ctx)
     assert titles(state["documents"])[0] == "Canberra" and len(state["ranking"]) == 4
-    assert state["trace"][-1]["permutations"] == 8 and sum(state["trace"][-1]["w"]) == pytest.approx(1.0, abs=1e-3)
+    assert state["trace"][-1]["permutations"] == 12 and sum(state["trace"][-1]["w"]) == pytest.approx(1.0, abs=1e-3)
 
 
 # Eq. 4 end to end: log p(q | π) − log p(q) is exactly Σ_j w_j · u_π(j) over the pruned orders scored
