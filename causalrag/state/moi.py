@@ -77,7 +77,7 @@ class MoIContext(RAGContext):
     singletons: bool = True
     """Score each passage alone too (n more interventions, Eq. 1's pointwise saliency): with orderings of all n
     passages Eq. 4 leaves the sign and scale of u to the solver's prior, and on the bundled model that prior
-    ranked the passage that answers a single-hop question below noise (docs/methods.md, MoI). A singleton
+    ranked the passage that answers a single-hop question below noise (docs/methods/moi.md). A singleton
     shares its passage's cells with an ordering that opens with it. ``False`` is the paper's mixture as written."""
     sc_permutations: int = 30
     """Self-consistency baseline: random permutations answered and voted over (App. C: 30)."""
