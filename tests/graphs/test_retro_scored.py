@@ -3,6 +3,8 @@ choice among what the sources state, s_sc the choice's mass on it, the gates lik
 
 import re
 
+import pytest
+
 from causalrag.graphs.registry import build_graph
 from causalrag.nodes.retro import scored_gates
 from causalrag.prompts.retro import claim_prompt
@@ -108,3 +110,40 @@ def test_nothing_retrieved_the_written_answer_is_the_only_candidate_and_nothing_
         next(e for e in state["trace"] if e["node"] == "answer_from_evidence")["no_candidate_fallbacks"] == 1
         and state["answer"] == ""
     )
+
+
+def test_the_answer_most_sources_state_wins_over_the_joint_readings_favourite():
+    """Two sources say Rhine, a planted one says Danube, and M_D reading all three together prefers Danube (as
+    the 270M model follows a conflicting set's blend): cross-source confirmation decides, M_D only among equals,
+    and s_sc stays M_D's own mass on the answer."""
+    store = Store.in_memory([
+        Passage("Bonn", "Bonn is a city on the banks of the Rhine. Ludwig van Beethoven was born in Bonn."),
+        Passage("Bonn travel notes", "Beethoven's birthplace, Bonn, looks over the Rhine."),
+        Passage("Bonn river guide", "Bonn, where Beethoven was born, lies on the Danube."),
+    ])
+
+    def write(prompt: str) -> str:
+        named = [r for r in RIVERS if r in passages(prompt)]
+        return f" {named[0]}" if named else " unknown"
+
+    def option(prompt: str, option: str) -> float:
+        if "A fact these passages state:" in prompt or "A question this fact helps answer:" in prompt:
+            return -1.0
+        if "Question: N/A" in prompt:
+            return -2.0
+        block = passages(prompt)
+        if sum(line.startswith("[") for line in block.splitlines()) == 1:  # a passage read alone: what it says
+            return 0.0 if option in block else -4.0
+        return {"Danube": 0.0, "Rhine": -3.0}.get(option, -4.0)  # read together: the planted passage wins
+
+    llm = FakeLLM(
+        {"Search query:": " Bonn river", "Write short facts": " Bonn lies on the Rhine.", "Answer the question": write},
+        option=option,
+    )
+    state = run(llm, store, max_iterations=1)
+    answer = next(e for e in state["trace"] if e["node"] == "answer_from_evidence")
+    joint = dict(zip(answer["choice"]["options"], answer["choice"]["probs"], strict=True))
+    assert joint["Danube"] > 0.9 and state["answer"] == "Rhine"
+    assert answer["reliability"][answer["choice"]["options"].index("Rhine")] > 1
+    sc = state["rounds"][0]["sc"]["score"]
+    assert sc == pytest.approx(joint["Rhine"], abs=1e-3) and sc < 0.7
