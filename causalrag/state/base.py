@@ -163,6 +163,9 @@ class Assessment(TypedDict, total=False):
     groups: list[GroupRecord]
     confidence: float
     """Mean per-token log-probability of ``closed_book``."""
+    fit: float
+    """How much better the agreeing passages read with ``closed_book`` in place of their answer
+    (:func:`causalrag.nodes.triage.counterfactual_fit`); present when it was asked."""
 
 
 class TriageState(RAGState):
@@ -195,6 +198,12 @@ class RoutedContext(JudgedContext):
     robustness suite's dev half): there, a closed-book answer that agreed with a minority of disagreeing sources
     was right 24 times in 28, and the 4 wrong ones were all at −1.5 or above, so asking for certainty
     there only lost right answers (docs/results.md, 2026-11-26)."""
+    knowledge_fit: float = 3.0
+    """How much better (log-probability summed over a passage, mean over the passages) the passages that
+    all agree on one answer must read with the model's own answer in its place before that answer
+    overrules them (:func:`causalrag.nodes.triage.counterfactual_fit`). On the robustness suite's dev half
+    a true passage never read better with the model's wrong answer by more than 1.7; swapped passages
+    read better with its right answer by up to 7 (docs/results.md, 2026-11-26). ``inf`` turns it off."""
     option_votes: bool = False
     """Whether a passage read alone votes on a question that names its own options (yes/no; "…, A or
     B?"). Off, such a question is read jointly (shape ``compared``): a passage read alone can only pick

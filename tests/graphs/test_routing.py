@@ -6,11 +6,12 @@ from "memory"; its confidence in that closed-book answer is set per test.
 """
 
 import pytest
+from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from causalrag.graphs.registry import build_graph, get_method
 from causalrag.nodes.evidence import Group
-from causalrag.nodes.triage import shape_of
+from causalrag.nodes.triage import counterfactual_fit, shape_of
 from causalrag.state.base import RoutedContext
 from causalrag.tools.store import Passage, Store
 from tests.fakes import FakeLLM
@@ -44,9 +45,10 @@ def passage_block(prompt: str) -> list[str]:
     return [line for line in block.splitlines() if line.startswith("[")]
 
 
-def reader(standard: str, closed: str, sure: float = -3.0, *, relevant: bool = True) -> FakeLLM:
+def reader(standard: str, closed: str, sure: float = -3.0, *, relevant: bool = True, fit: float = 0.0) -> FakeLLM:
     """One passage → the city it names; several → ``standard``; none → ``closed``, scored at ``sure`` per token;
-    ``relevant=False``: the question raises no answer's likelihood in a passage (off-topic passages)."""
+    ``relevant=False``: the question raises no answer's likelihood in a passage (off-topic passages); a text
+    naming ``closed`` reads ``fit`` nats better than one word for word the same with another city."""
     cities = ("Canberra", "Sydney", "Melbourne")
 
     def reply(prompt: str) -> str:
@@ -64,7 +66,10 @@ def reader(standard: str, closed: str, sure: float = -3.0, *, relevant: bool = T
             return -1.0
         return -0.5 if any(answer in line for line in passage_block(prompt)) else -4.0
 
-    return FakeLLM(default=reply, option=option)
+    def text(prefix: str, continuation: str) -> float:
+        return -float(len(continuation.split())) + (fit if closed in continuation else 0.0)
+
+    return FakeLLM(default=reply, option=option, logprob=text)
 
 
 def run(method: str, llm: FakeLLM, store: Store, question: str = QUESTION, **params) -> dict:
@@ -110,6 +115,38 @@ CTX = RoutedContext()
 )
 def test_shape_and_route(found, standard, closed, sure, expected):
     assert shape_of(found, standard, closed, sure, CTX) == expected
+
+
+@pytest.mark.parametrize(
+    ("found", "standard", "fit", "expected"),
+    [
+        (groups(("Sydney", 3)), "Sydney", 3.5, ("contradicted", "knowledge", "Canberra")),
+        (groups(("Sydney", 3)), "Sydney", 2.0, ("agree", "keep", None)),  # below knowledge_fit
+        (groups(("Sydney", 3), ("Perth", 2)), "Sydney", 9.0, ("conflict", "vote", None)),  # only where sources agree
+    ],
+)
+def test_agreeing_passages_that_read_better_with_the_models_answer_are_overruled(found, standard, fit, expected):
+    assert shape_of(found, standard, "Canberra", -3.0, CTX, fit=fit) == expected
+
+
+def test_counterfactual_fit_swaps_the_stated_answer_word_for_word():
+    seen: list[str] = []
+
+    def text(prefix: str, continuation: str) -> float:
+        seen.append(continuation)
+        return 4.0 if "Canberra" in continuation else 0.0
+
+    llm = FakeLLM(logprob=text)
+    docs = [
+        Document("SYDNEY hosts parliament; Sydneysiders vote there.", metadata={"title": "A"}),
+        Document("Parliament sits in Sydney.", metadata={"title": "B"}),
+        Document("Perth is far away.", metadata={"title": "C"}),
+    ]
+    assert counterfactual_fit(llm, docs, "Sydney", "Canberra") == 4.0
+    assert "A. Canberra hosts parliament; Sydneysiders vote there." in seen  # whole words only
+    assert not any(s.startswith("C.") for s in seen)  # a passage not stating the answer is not scored
+    assert counterfactual_fit(llm, docs, "Hobart", "Canberra") == float("-inf")
+    assert counterfactual_fit(llm, docs, "Sydney", "") == float("-inf")
 
 
 @pytest.mark.parametrize(
@@ -180,6 +217,16 @@ def test_an_unsure_model_leaves_the_passages_alone(method):
     store = store_of("Sydney", "Sydney", "Sydney")
     state = run(method, reader(standard="Sydney", closed="Canberra", sure=-2.0), store)
     assert state["assessment"]["route"] == "keep" and state["answer"] == "Sydney"
+    assert state["assessment"]["fit"] == 0.0  # asked, and the passages read no better with its answer
+
+
+@pytest.mark.parametrize("method", ROUTED)
+def test_passages_that_read_better_with_the_models_answer_yield_to_it(method):
+    store = store_of("Sydney", "Sydney", "Sydney")
+    state = run(method, reader(standard="Sydney", closed="Canberra", sure=-2.0, fit=3.5), store)
+    assessment = state["assessment"]
+    assert (assessment["shape"], assessment["route"], assessment["fit"]) == ("contradicted", "knowledge", 3.5)
+    assert nodes(state)[-1] == "trust_knowledge" and state["answer"] == "Canberra"
 
 
 @pytest.mark.parametrize("method", ROUTED)
