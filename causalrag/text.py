@@ -176,6 +176,14 @@ def name_only(answer: str) -> str:
     return " ".join(words[:end]).rstrip(" ,;:") if end < len(words) else answer
 
 
+def answer_kind(answer: str) -> str:
+    """What sort of answer this is: ``number`` (it holds a digit), ``name`` (a capitalized word), else
+    ``phrase`` (``"the architect"``, ``"carbon dioxide"``)."""
+    if any(c.isdigit() for c in answer):
+        return "number"
+    return "name" if any(w[:1].isupper() for w in answer.split()) else "phrase"
+
+
 def grounded(answer: str, text: str) -> str | None:
     """The longest run of ``answer``'s words that ``text`` states (``"carbon dioxide and sunlight"`` →
     ``"carbon dioxide"`` in a passage naming only the gas), as a :func:`name_only`, or None when it

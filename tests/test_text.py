@@ -1,6 +1,7 @@
 import pytest
 
 from causalrag.text import (
+    answer_kind,
     between,
     clean_answer,
     parse_float,
@@ -73,3 +74,12 @@ def test_parse_yes_no():
 )
 def test_states_checks_the_words_an_answer_adds_to_the_question(text, answer, question, expected):
     assert states(text, answer, question) is expected
+
+
+@pytest.mark.parametrize(
+    ("answer", "kind"),
+    [("Leo Tolstoy", "name"), ("the Sahara", "name"), ("1,300 km", "number"), ("1908", "number"),
+     ("the architect", "phrase"), ("carbon dioxide", "phrase")],
+)
+def test_answer_kind_tells_names_numbers_and_phrases_apart(answer, kind):
+    assert answer_kind(answer) == kind

@@ -53,7 +53,7 @@ from causalrag.nodes.common import context, emit, llm_of, question_of, traced
 from causalrag.nodes.evidence import Group, group_readings, passage_text, read_cached
 from causalrag.prompts.common import ANSWER_STOP, answer_prompt
 from causalrag.state.base import Assessment, Route, RoutedContext, TriageState
-from causalrag.text import clean_answer, mentions, normalize_answer, question_options, same_answer, states
+from causalrag.text import answer_kind, clean_answer, mentions, normalize_answer, question_options, same_answer, states
 from causalrag.tools.backends.base import LLM
 
 R = TypeVar("R", bound=RoutedContext)
@@ -89,12 +89,14 @@ def counterfactual_fit(llm: LLM, docs: Sequence[Document], said: str, own: str) 
     with a wrong answer in it. On the robustness suite's dev half (docs/results.md, 2026-11-26), over
     questions whose passages all agreed against the model's answer, a true passage never read better
     by more than 1.7 nats. The contrast also favours a shorter or more familiar answer string, which
-    is why it only decides where the passages are unanimous and the bar is high. −inf when no passage
-    states ``said`` word for word.
+    is why it only decides where the passages are unanimous and the bar is high, and why it is only
+    asked of like for like: −inf when the two are not the same kind of answer (a name for a name, a
+    number for a number: a description such as "the architect" in place of a name reads well in any
+    passage), or when no passage states ``said`` word for word.
     """
     found = re.compile(rf"(?<!\w){re.escape(said.strip())}(?!\w)", re.IGNORECASE)
     texts = [t for t in map(passage_text, docs) if found.search(t)]
-    if not texts or not normalize_answer(said) or not normalize_answer(own):
+    if not texts or not normalize_answer(said) or not normalize_answer(own) or answer_kind(said) != answer_kind(own):
         return float("-inf")
     swapped = [found.sub(lambda _: own.strip(), t) for t in texts]
     scores = llm.logprob([FIT_PREFIX] * (2 * len(texts)), texts + swapped, reduce="sum")

@@ -147,6 +147,7 @@ def test_counterfactual_fit_swaps_the_stated_answer_word_for_word():
     assert not any(s.startswith("C.") for s in seen)  # a passage not stating the answer is not scored
     assert counterfactual_fit(llm, docs, "Hobart", "Canberra") == float("-inf")
     assert counterfactual_fit(llm, docs, "Sydney", "") == float("-inf")
+    assert counterfactual_fit(llm, docs, "Sydney", "the capital") == float("-inf")  # a description for a name
 
 
 @pytest.mark.parametrize(
