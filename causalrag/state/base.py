@@ -203,7 +203,7 @@ class RoutedContext(JudgedContext):
     all agree on one answer must read with the model's own answer in its place before that answer
     overrules them (:func:`causalrag.nodes.triage.counterfactual_fit`). On the robustness suite's dev half
     a true passage never read better with the model's wrong answer by more than 1.7; swapped passages
-    read better with its right answer by up to 7 (docs/results.md, 2026-11-26). ``inf`` turns it off."""
+    read better with its right answer by up to 7 (docs/results.md, 2026-11-26). A large value (1000) turns it off."""
     option_votes: bool = False
     """Whether a passage read alone votes on a question that names its own options (yes/no; "…, A or
     B?"). Off, such a question is read jointly (shape ``compared``): a passage read alone can only pick
