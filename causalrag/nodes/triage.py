@@ -12,10 +12,10 @@ answer a question keeps when nothing conflicts), then :func:`assess` looks at th
    log-probability). A scored *comparison* of candidates closed book measures how familiar an answer
    string is, not whether the model knows the fact (it preferred "Batman" to "Heath Ledger" for the
    Joker, calibrated or not); the model's confidence in its own answer tracks knowledge: on the
-   robustness suite's dev half its answers at ≥ −0.5 were right 12 times in 13. When every passage
-   agrees on an answer the model's differs from, a counterfactual contrast asks the passages
-   themselves (:func:`counterfactual_fit`): do they read better with the model's answer in place of
-   theirs?;
+   robustness suite's dev half its answers at ≥ −0.5 were right 12 times in 13. Where every passage
+   agrees on an answer the model's differs from, or two sides of several sources dispute, a
+   counterfactual contrast asks the passages themselves (:func:`counterfactual_fit`): do they read
+   better with the other answer in place of theirs?;
 3. **the passages together**: standard RAG's answer, already in the state.
 
 :func:`route_by_shape` then sends the question to one of three mechanisms, each its own node:
@@ -30,11 +30,13 @@ answer a question keeps when nothing conflicts), then :func:`assess` looks at th
   mechanism (Astute's consolidation, CF-RAG's hypotheses and Ψ, RetroRAG's loop);
 * ``knowledge`` — the model's own answer contradicts what the passages say (their majority, their
   only answer, or their joint reading) and it is sure of it, or the passages that agree on another
-  answer read clearly better with the model's (``knowledge_fit``), or it sides with a minority of the
-  sources (an independent witness for one side of a dispute), or no passage answers the question and
-  none states the joint reading's answer (the passages are off topic: that answer is the model's
-  knowledge distracted by unrelated text, and its closed-book answer is the same knowledge
-  undistracted — Astute RAG's worst case, §3): :func:`trust_knowledge` (Astute reads its internal passages).
+  answer read clearly better with the model's (``knowledge_fit``), or the majority's passages read
+  clearly better with the runner-up's answer (two sides of at least two sources each), or it sides
+  with a minority of the sources (an independent witness for one side of a dispute), or no passage
+  answers the question and none states the joint reading's answer (the passages are off topic: that
+  answer is the model's knowledge distracted by unrelated text, and its closed-book answer is the
+  same knowledge undistracted — Astute RAG's worst case, §3): :func:`trust_knowledge` (Astute reads
+  its internal passages).
 
 ``mechanism="paper"`` skips the assessment and runs the paper's own path for every question;
 ``vote``/``knowledge``/``keep`` force one mechanism (ablations).
@@ -79,26 +81,28 @@ FIT_PREFIX = "Passage: "
 """What the passages are scored after in :func:`counterfactual_fit` (the same for both readings)."""
 
 
-def counterfactual_fit(llm: LLM, docs: Sequence[Document], said: str, own: str) -> float:
-    """How much better the passages that state ``said`` read with ``own`` in its place: the mean over them
-    of log P(passage with ``own``) − log P(passage as written), summed over the passage's tokens.
+def counterfactual_fit(llm: LLM, docs: Sequence[Document], said: str, other: str) -> float:
+    """How much better the passages that state ``said`` read with ``other`` in its place: the mean over
+    them of log P(passage with ``other``) − log P(passage as written), summed over the passage's tokens.
 
     A counterfactual contrast (CF-RAG §3's idea, asked of the passages rather than of a generated
     answer). A passage whose answer was swapped for a wrong one still describes the right one around
     it, so when the model knows the right one it reads better put back; a true passage reads worse
-    with a wrong answer in it. On the robustness suite's dev half (docs/results.md, 2026-11-26), over
-    questions whose passages all agreed against the model's answer, a true passage never read better
-    by more than 1.7 nats. The contrast also favours a shorter or more familiar answer string, which
-    is why it only decides where the passages are unanimous and the bar is high, and why it is only
-    asked of like for like: −inf when the two are not the same kind of answer (a name for a name, a
-    number for a number: a description such as "the architect" in place of a name reads well in any
-    passage), or when no passage states ``said`` word for word.
+    with a wrong answer in it. On the robustness suite's dev half (docs/results.md, 2026-11-26): where
+    every passage agreed against the model's answer, a true passage never read better with the model's
+    wrong one by more than 1.7 nats; where three sources disputed two, the true majority never read
+    better with the runner-up's answer by more than 1.2. The contrast also favours a shorter or more
+    familiar answer string, which is why it is asked only where the passages are unanimous or two
+    supported sides dispute (:func:`rival_answer`), why the bar is high, and why it is only asked of
+    like for like: −inf when the two are not the same kind of answer (a name for a name, a number for
+    a number: a description such as "the architect" in place of a name reads well in any passage), or
+    when no passage states ``said`` word for word.
     """
     found = re.compile(rf"(?<!\w){re.escape(said.strip())}(?!\w)", re.IGNORECASE)
     texts = [t for t in map(passage_text, docs) if found.search(t)]
-    if not texts or not normalize_answer(said) or not normalize_answer(own) or answer_kind(said) != answer_kind(own):
+    if not (texts and normalize_answer(said) and normalize_answer(other)) or answer_kind(said) != answer_kind(other):
         return float("-inf")
-    swapped = [found.sub(lambda _: own.strip(), t) for t in texts]
+    swapped = [found.sub(lambda _: other.strip(), t) for t in texts]
     scores = llm.logprob([FIT_PREFIX] * (2 * len(texts)), texts + swapped, reduce="sum")
     return sum(b - a for a, b in zip(scores[: len(texts)], scores[len(texts) :], strict=True)) / len(texts)
 
@@ -112,7 +116,6 @@ def shape_of(
     *,
     stated: bool = True,
     compared: bool = False,
-    fit: float = float("-inf"),
 ) -> tuple[str, Route, str | None]:
     """(shape, route, the answer the model's knowledge holds against the passages) from the assessment.
 
@@ -126,8 +129,8 @@ def shape_of(
     passages were not read alone, ``compared`` true: the joint reading decides); and ``contradicted``
     when the model's own answer overrules what the passages say (their first group, else the joint
     reading): it is sure of it (mean per-token log-probability ≥ ``knowledge_confidence``), or it sides
-    with a minority of the sources and is at least ``minority_confidence`` sure, or the sources agree
-    and read better with its answer by ``fit`` ≥ ``knowledge_fit`` (:func:`counterfactual_fit`).
+    with a minority of the sources and is at least ``minority_confidence`` sure. (:func:`assess` then
+    asks a counterfactual contrast where the shape is ``agree`` or ``conflict``: :func:`rival_answer`.)
     """
     if len(groups) >= 2:
         sizes = [len(g.members) for g in groups]
@@ -140,12 +143,24 @@ def shape_of(
     if normalize_answer(closed) and not same_answer(closed, said):
         if shape == "unsupported":
             return shape, "knowledge", closed
-        if sure >= ctx.knowledge_confidence or (shape == "agree" and fit >= ctx.knowledge_fit):
+        if sure >= ctx.knowledge_confidence:
             return "contradicted", "knowledge", closed
         minority = next((g.answer for g in groups[1:] if same_answer(g.answer, closed)), None)
         if minority is not None and sure >= ctx.minority_confidence:
             return "contradicted", "knowledge", minority
     return shape, "vote" if shape == "conflict" else "keep", None
+
+
+def rival_answer(shape: str, route: Route, groups: Sequence[Group], closed: str) -> str | None:
+    """The answer a counterfactual contrast weighs against the first group's (:func:`counterfactual_fit`):
+    the model's own when every passage that answers agrees on another (shape ``agree``); the runner-up's
+    when two sides of at least two sources each dispute and the vote would decide (a lone dissenting
+    source is more often a misread than a witness). None otherwise."""
+    if shape == "agree" and normalize_answer(closed) and not same_answer(closed, groups[0].answer):
+        return closed
+    if shape == "conflict" and route == "vote" and len(groups) >= 2 and len(groups[1].members) >= 2:
+        return groups[1].answer
+    return None
 
 
 @traced
@@ -167,11 +182,12 @@ def assess(state: TriageState, runtime: Runtime[R]) -> dict[str, Any]:
     sure = confidence(llm, question, closed)
     stated = any(states(passage_text(d), standard, question) for d in docs)
     shape, route, believed = shape_of(groups, standard, closed, sure, ctx, stated=stated, compared=compared)
+    rival = rival_answer(shape, route, groups, closed) if ctx.mechanism == "auto" else None
     fit = float("-inf")
-    against = shape == "agree" and normalize_answer(closed) and not same_answer(closed, groups[0].answer)
-    if against and ctx.mechanism == "auto":  # would the passages, all against the model, read better with its answer?
-        fit = counterfactual_fit(llm, [docs[i] for i in groups[0].members], groups[0].answer, closed)
-        shape, route, believed = shape_of(groups, standard, closed, sure, ctx, stated=stated, fit=fit)
+    if rival is not None:  # would the first group's passages read better with the rival answer in theirs' place?
+        fit = counterfactual_fit(llm, [docs[i] for i in groups[0].members], groups[0].answer, rival)
+        if fit >= ctx.knowledge_fit:
+            shape, route, believed = "contradicted", "knowledge", rival
     assessment: Assessment = {
         "shape": shape, "route": route if ctx.mechanism == "auto" else ctx.mechanism, "standard": standard,
         "closed_book": closed, "confidence": round(sure, 4), "believed": believed,

@@ -164,7 +164,8 @@ class Assessment(TypedDict, total=False):
     confidence: float
     """Mean per-token log-probability of ``closed_book``."""
     fit: float
-    """How much better the agreeing passages read with ``closed_book`` in place of their answer
+    """How much better the first group's passages read with the rival answer (``closed_book`` where they
+    all agree, else the runner-up group's) in place of theirs
     (:func:`causalrag.nodes.triage.counterfactual_fit`); present when it was asked."""
 
 
@@ -199,11 +200,12 @@ class RoutedContext(JudgedContext):
     was right 24 times in 28, and the 4 wrong ones were all at −1.5 or above, so asking for certainty
     there only lost right answers (docs/results.md, 2026-11-26)."""
     knowledge_fit: float = 3.0
-    """How much better (log-probability summed over a passage, mean over the passages) the passages that
-    all agree on one answer must read with the model's own answer in its place before that answer
-    overrules them (:func:`causalrag.nodes.triage.counterfactual_fit`). On the robustness suite's dev half
-    a true passage never read better with the model's wrong answer by more than 1.7; swapped passages
-    read better with its right answer by up to 7 (docs/results.md, 2026-11-26). A large value (1000) turns it off."""
+    """How much better (log-probability summed over a passage, mean over the passages) the first group's
+    passages must read with a rival answer in place of theirs before the rival is taken: the model's
+    own answer where every passage agrees, the runner-up's where two sides of at least two sources
+    dispute (:func:`causalrag.nodes.triage.rival_answer`). On the robustness suite's dev half a true
+    passage never read better with a wrong rival by more than 1.7, and swapped passages read better
+    with the right one by up to 12 (docs/results.md, 2026-11-26). A large value (1000) turns it off."""
     option_votes: bool = False
     """Whether a passage read alone votes on a question that names its own options (yes/no; "…, A or
     B?"). Off, such a question is read jointly (shape ``compared``): a passage read alone can only pick

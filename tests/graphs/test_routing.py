@@ -11,7 +11,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from causalrag.graphs.registry import build_graph, get_method
 from causalrag.nodes.evidence import Group
-from causalrag.nodes.triage import counterfactual_fit, shape_of
+from causalrag.nodes.triage import counterfactual_fit, rival_answer, shape_of
 from causalrag.state.base import RoutedContext
 from causalrag.tools.store import Passage, Store
 from tests.fakes import FakeLLM
@@ -45,10 +45,13 @@ def passage_block(prompt: str) -> list[str]:
     return [line for line in block.splitlines() if line.startswith("[")]
 
 
-def reader(standard: str, closed: str, sure: float = -3.0, *, relevant: bool = True, fit: float = 0.0) -> FakeLLM:
+def reader(
+    standard: str, closed: str, sure: float = -3.0, *, relevant: bool = True, fit: float = 0.0, fitting: str = ""
+) -> FakeLLM:
     """One passage → the city it names; several → ``standard``; none → ``closed``, scored at ``sure`` per token;
     ``relevant=False``: the question raises no answer's likelihood in a passage (off-topic passages); a text
-    naming ``closed`` reads ``fit`` nats better than one word for word the same with another city."""
+    naming ``fitting`` (default ``closed``) reads ``fit`` nats better than one word for word the same with
+    another city."""
     cities = ("Canberra", "Sydney", "Melbourne")
 
     def reply(prompt: str) -> str:
@@ -67,7 +70,7 @@ def reader(standard: str, closed: str, sure: float = -3.0, *, relevant: bool = T
         return -0.5 if any(answer in line for line in passage_block(prompt)) else -4.0
 
     def text(prefix: str, continuation: str) -> float:
-        return -float(len(continuation.split())) + (fit if closed in continuation else 0.0)
+        return -float(len(continuation.split())) + (fit if (fitting or closed) in continuation else 0.0)
 
     return FakeLLM(default=reply, option=option, logprob=text)
 
@@ -118,15 +121,18 @@ def test_shape_and_route(found, standard, closed, sure, expected):
 
 
 @pytest.mark.parametrize(
-    ("found", "standard", "fit", "expected"),
+    ("found", "closed", "expected"),
     [
-        (groups(("Sydney", 3)), "Sydney", 3.5, ("contradicted", "knowledge", "Canberra")),
-        (groups(("Sydney", 3)), "Sydney", 2.0, ("agree", "keep", None)),  # below knowledge_fit
-        (groups(("Sydney", 3), ("Perth", 2)), "Sydney", 9.0, ("conflict", "vote", None)),  # only where sources agree
+        (groups(("Sydney", 3)), "Canberra", "Canberra"),  # every source agrees against the model
+        (groups(("Sydney", 3)), "sydney", None),  # the model agrees
+        (groups(("Sydney", 3)), "", None),
+        (groups(("Sydney", 3), ("Canberra", 2)), "Perth", "Canberra"),  # two supported sides dispute
+        (groups(("Sydney", 3), ("Canberra", 1), ("Perth", 1)), "Hobart", None),  # a lone dissenter
     ],
 )
-def test_agreeing_passages_that_read_better_with_the_models_answer_are_overruled(found, standard, fit, expected):
-    assert shape_of(found, standard, "Canberra", -3.0, CTX, fit=fit) == expected
+def test_the_rival_a_counterfactual_contrast_weighs(found, closed, expected):
+    shape, route, _ = shape_of(found, found[0].answer, closed, -3.0, CTX)
+    assert rival_answer(shape, route, found, closed) == expected
 
 
 def test_counterfactual_fit_swaps_the_stated_answer_word_for_word():
@@ -219,6 +225,16 @@ def test_an_unsure_model_leaves_the_passages_alone(method):
     state = run(method, reader(standard="Sydney", closed="Canberra", sure=-2.0), store)
     assert state["assessment"]["route"] == "keep" and state["answer"] == "Sydney"
     assert state["assessment"]["fit"] == 0.0  # asked, and the passages read no better with its answer
+
+
+@pytest.mark.parametrize("method", ROUTED)
+def test_a_majority_whose_passages_read_better_with_the_runner_ups_answer_yields_to_it(method):
+    store = store_of("Sydney", "Sydney", "Sydney", "Canberra", "Canberra")
+    state = run(method, reader(standard="Sydney", closed="Perth", fit=3.5, fitting="Canberra"), store)
+    assessment = state["assessment"]
+    assert (assessment["shape"], assessment["route"], assessment["fit"]) == ("contradicted", "knowledge", 3.5)
+    assert assessment["believed"] == "Canberra" and MECHANISM[method] not in nodes(state)
+    assert state["answer"] == "Canberra"
 
 
 @pytest.mark.parametrize("method", ROUTED)
