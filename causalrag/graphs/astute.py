@@ -9,7 +9,8 @@ round is merged with answering in ``answer_combined`` (t = 1: one call on D₀, 
 Before any of it, standard RAG's reading (``answer``) and ``assess`` look at the shape of the
 evidence (:mod:`causalrag.nodes.triage`): nothing conflicts → that answer stands; the sources
 disagree → the consolidation above; the model's knowledge overrules the passages → the internal
-passages decide (``trust_knowledge``). ``mechanism="paper"`` runs the paper's path for every question.
+passages decide (``trust_knowledge``), unless a counterfactual contrast already weighed the answer on
+the retrieved passages. ``mechanism="paper"`` runs the paper's path for every question.
 """
 
 from typing import Literal
@@ -20,7 +21,7 @@ from langgraph.runtime import Runtime
 from causalrag.graphs.registry import Method
 from causalrag.nodes.astute import answer_combined, build_pool, consolidate, elicit, propose, select
 from causalrag.nodes.common import answer, context, retrieve
-from causalrag.nodes.triage import assess, route_by_shape, trust_knowledge
+from causalrag.nodes.triage import assess, contrasted, route_by_shape, trust_knowledge
 from causalrag.state.astute import AstuteContext, AstuteOutput, AstuteState
 from causalrag.state.base import InputState
 
@@ -28,6 +29,17 @@ from causalrag.state.base import InputState
 def route_after_retrieve(state: AstuteState, runtime: Runtime[AstuteContext]) -> Literal["answer", "elicit"]:
     """The paper's path goes straight to its own steps; every other path first reads the passages as standard RAG."""
     return "elicit" if context(runtime).mechanism == "paper" else "answer"
+
+
+def route_after_assess(
+    state: AstuteState, runtime: Runtime[AstuteContext]
+) -> Literal["elicit", "trust_knowledge", "__end__"]:
+    """Keep ends; a counterfactual contrast's answer goes straight to ``trust_knowledge`` (it was weighed on
+    the retrieved passages themselves, and on the dev half the memory passages only chose back the
+    passages' answer: docs/results.md, 2026-11-26); every other route first writes memory passages."""
+    if route_by_shape(state) == "keep":
+        return "__end__"
+    return "trust_knowledge" if contrasted(state, context(runtime)) else "elicit"
 
 
 def route_after_elicit(state: AstuteState) -> Literal["build_pool", "trust_knowledge"]:
@@ -63,9 +75,7 @@ def build() -> StateGraph[AstuteState, AstuteContext, InputState, AstuteOutput]:
     graph.add_edge(START, "retrieve")
     graph.add_conditional_edges("retrieve", route_after_retrieve)
     graph.add_edge("answer", "assess")
-    graph.add_conditional_edges(
-        "assess", route_by_shape, {"keep": END, "vote": "elicit", "knowledge": "elicit", "paper": "elicit"}
-    )
+    graph.add_conditional_edges("assess", route_after_assess, ["elicit", "trust_knowledge", END])
     graph.add_conditional_edges("elicit", route_after_elicit)
     graph.add_conditional_edges("build_pool", route_after_pool)
     graph.add_conditional_edges("consolidate", route_after_consolidate)

@@ -191,7 +191,7 @@ def assess(state: TriageState, runtime: Runtime[R]) -> dict[str, Any]:
     assessment: Assessment = {
         "shape": shape, "route": route if ctx.mechanism == "auto" else ctx.mechanism, "standard": standard,
         "closed_book": closed, "confidence": round(sure, 4), "believed": believed,
-        **({"fit": round(fit, 4)} if fit > float("-inf") else {}),
+        **({"fit": fit} if fit > float("-inf") else {}),
         "groups": [{"answer": g.answer, "sources": g.sources} for g in groups],
     }
     emit(runtime, "assessment", "assess", **assessment)
@@ -201,6 +201,13 @@ def assess(state: TriageState, runtime: Runtime[R]) -> dict[str, Any]:
 def route_by_shape(state: TriageState) -> Route:
     """The mechanism the assessment chose (``paper`` when it was skipped)."""
     return (state.get("assessment") or {}).get("route", "paper")
+
+
+def contrasted(state: TriageState, ctx: RoutedContext) -> bool:
+    """Whether a counterfactual contrast chose the knowledge route: its answer was weighed on the
+    retrieved passages themselves, so a method's memory passages have nothing left to decide."""
+    assessment = state.get("assessment") or {}
+    return assessment.get("route") == "knowledge" and assessment.get("fit", float("-inf")) >= ctx.knowledge_fit
 
 
 @traced

@@ -234,6 +234,7 @@ def test_a_majority_whose_passages_read_better_with_the_runner_ups_answer_yields
     assessment = state["assessment"]
     assert (assessment["shape"], assessment["route"], assessment["fit"]) == ("contradicted", "knowledge", 3.5)
     assert assessment["believed"] == "Canberra" and MECHANISM[method] not in nodes(state)
+    assert nodes(state)[-2:] == ["assess", "trust_knowledge"]  # weighed on the passages: no memory passages
     assert state["answer"] == "Canberra"
 
 
