@@ -85,8 +85,9 @@ def counterfactual_fit(llm: LLM, docs: Sequence[Document], said: str, other: str
     """How much better the passages that state ``said`` read with ``other`` in its place: the mean over
     them of log P(passage with ``other``) − log P(passage as written), summed over the passage's tokens.
 
-    A counterfactual contrast (CF-RAG §3's idea, asked of the passages rather than of a generated
-    answer). A passage whose answer was swapped for a wrong one still describes the right one around
+    A counterfactual contrast, in the spirit of CF-RAG's causal discrimination score (§4.2.2, Eq. 11:
+    a passage's support for the query against counterfactual ones); here the counterfactual is an
+    answer put into the passage. A passage whose answer was swapped for a wrong one still describes the right one around
     it, so when the model knows the right one it reads better put back; a true passage reads worse
     with a wrong answer in it. On the robustness suite's dev half (docs/results.md, 2026-11-26): where
     every passage agreed against the model's answer, a true passage never read better with the model's
@@ -184,7 +185,7 @@ def assess(state: TriageState, runtime: Runtime[R]) -> dict[str, Any]:
     shape, route, believed = shape_of(groups, standard, closed, sure, ctx, stated=stated, compared=compared)
     rival = rival_answer(shape, route, groups, closed) if ctx.mechanism == "auto" else None
     fit = float("-inf")
-    if rival is not None:  # would the first group's passages read better with the rival answer in theirs' place?
+    if rival is not None:  # would the first group's passages read better with the rival in place of their answer?
         fit = counterfactual_fit(llm, [docs[i] for i in groups[0].members], groups[0].answer, rival)
         if fit >= ctx.knowledge_fit:
             shape, route, believed = "contradicted", "knowledge", rival
