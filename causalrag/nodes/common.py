@@ -35,7 +35,7 @@ from causalrag.tools.usage import metered
 
 if TYPE_CHECKING:  # annotations only: Chroma and BM25 load when a node first retrieves
     from causalrag.tools.backends.base import LLM
-    from causalrag.tools.store import Store
+    from causalrag.tools.store import Mode, Store
 
 C = TypeVar("C", bound=RAGContext)
 """A method's context: shared nodes take any method's (LangGraph checks a node's context against its graph's)."""
@@ -271,13 +271,17 @@ def generate_parsed(
     return Parsed(values, len(todo))
 
 
-
 # --------------------------------------------------------------------------- shared nodes
 @traced
 def retrieve(state: RAGState, runtime: Runtime[C]) -> dict[str, Any]:
     """Top-k passages for the question (dense, BM25 or hybrid, as the context says)."""
+    return top_k(state, runtime, context(runtime).retrieval)
+
+
+def top_k(state: RAGState, runtime: Runtime[C], mode: Mode) -> dict[str, Any]:
+    """The ``retrieve`` update with the top-k passages by ``mode``."""
     ctx = context(runtime)
-    docs = store_of(ctx).retrieve(question_of(state), ctx.k, mode=ctx.retrieval, ids=ctx.ids)
+    docs = store_of(ctx).retrieve(question_of(state), ctx.k, mode=mode, ids=ctx.ids)
     emit_evidence(runtime, "retrieve", docs)
     return {"documents": docs}
 
@@ -306,3 +310,9 @@ def answer(state: RAGState, runtime: Runtime[C]) -> dict[str, Any]:
     final = clean_answer(text)
     emit(runtime, "answer", "answer", answer=final)
     return {"answer": final, "documents": used}
+
+
+def answer_reranked(state: RAGState, runtime: Runtime[C]) -> dict[str, Any]:
+    """:func:`answer` again, from the passages a method has reordered or chosen (MoI's utility order, CIS's
+    top-k), in a graph whose ``answer`` node first read them as retrieved."""
+    return answer(state, runtime)

@@ -12,7 +12,7 @@ from typing import Required, TypedDict
 
 from langchain_core.documents import Document
 
-from causalrag.state.base import Assessment, OutputState, ReadingRecord, RoutedContext, TriageState
+from causalrag.state.base import Assessment, JudgedContext, OutputState, ReadingRecord, RoutedContext, TriageState
 
 
 class Group(TypedDict, total=False):
@@ -71,7 +71,7 @@ class AstuteOutput(OutputState, total=False):
 
 
 @dataclass(kw_only=True)
-class AstuteContext(RoutedContext):
+class AstuteContext(RoutedContext, JudgedContext):
     """Astute RAG tunables, with the paper's defaults where it gives them.
 
     ``k`` (inherited) is the number of retrieved passages E: the paper uses 10 web passages

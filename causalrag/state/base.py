@@ -180,8 +180,9 @@ class TriageState(RAGState):
 
 
 @dataclass(kw_only=True)
-class RoutedContext(JudgedContext):
-    """A robust method that picks its mechanism from the shape of the evidence (``causalrag.nodes.triage``)."""
+class RoutedContext(RAGContext):
+    """A robust method that picks its mechanism from the shape of the evidence (``causalrag.nodes.triage``).
+    Every method but the baselines is one; those that also judge evidence extend :class:`JudgedContext` too."""
 
     mechanism: Mechanism = "auto"
     """"auto": chosen per question from the assessment (standard RAG's answer when nothing conflicts,

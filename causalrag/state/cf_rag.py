@@ -12,7 +12,7 @@ from typing import Annotated, Literal, NotRequired, Required, TypedDict
 
 from langchain_core.documents import Document
 
-from causalrag.state.base import Assessment, OutputState, ReadingRecord, RoutedContext, TriageState
+from causalrag.state.base import Assessment, JudgedContext, OutputState, ReadingRecord, RoutedContext, TriageState
 
 
 class Counterfactual(TypedDict, total=False):
@@ -115,7 +115,7 @@ class HypothesisTask(TypedDict):
 
 
 @dataclass(kw_only=True)
-class CFRAGContext(RoutedContext):
+class CFRAGContext(RoutedContext, JudgedContext):
     """CF-RAG tunables with the paper's defaults (Table 4); ``k`` is the retrieval depth per query."""
 
     n_counterfactuals: int = 3

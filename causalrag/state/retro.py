@@ -13,7 +13,7 @@ from typing import Annotated, Literal, NotRequired, TypedDict
 
 from langchain_core.documents import Document
 
-from causalrag.state.base import Assessment, ChoiceRecord, OutputState, RoutedContext, TriageState
+from causalrag.state.base import Assessment, ChoiceRecord, JudgedContext, OutputState, RoutedContext, TriageState
 
 
 class Consistency(TypedDict):
@@ -86,7 +86,7 @@ class RetroState(TriageState):
 
 
 @dataclass(kw_only=True)
-class RetroContext(RoutedContext):
+class RetroContext(RoutedContext, JudgedContext):
     """RetroRAG's tunables with the paper's defaults (Experiments → Settings, Figure 4)."""
 
     retrieval: Literal["dense", "bm25", "hybrid"] = "dense"

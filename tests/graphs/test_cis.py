@@ -22,7 +22,8 @@ def canberra_lp(prefix: str, cont: str) -> float:
 
 
 def graph(llm, store, **params):
-    return build_graph("cis", llm=llm, store=store, **params)
+    """CIS's own path (its routing: tests/graphs/test_routing.py)."""
+    return build_graph("cis", llm=llm, store=store, **{"mechanism": "paper", **params})
 
 
 def test_registered_with_paper_defaults_and_listed_for_studio():
@@ -44,7 +45,7 @@ def test_rerank_keeps_top_k_by_cis_and_answers_from_them(memory_store):
     assert [d.metadata["cis"] for d in docs] == sorted((d.metadata["cis"] for d in docs), reverse=True)
     assert len(state["cis_scores"]) == 12 and state["cis_scores"][0]["title"] == "Canberra"
     nodes = [e["node"] for e in state["trace"]]
-    assert nodes == ["retrieve_candidates", "rerank_cis", "answer"]
+    assert nodes == ["retrieve_candidates", "rerank_cis", "answer_reranked"]
     rerank = state["trace"][1]
     assert rerank["candidates"] == 12 and rerank["kept"] == 3 and rerank["llm_calls"] == 24
     assert rerank["prior_computed"] == 12 and rerank["nonfinite_scores"] == 0
@@ -104,7 +105,7 @@ def test_injected_passage_text_is_scored_not_obeyed(memory_store):
     state = graph(llm, memory_store, n_candidates=20, k=2).invoke(
         {"question": "In which city is the Colosseum located?"}
     )
-    assert [e["node"] for e in state["trace"]] == ["retrieve_candidates", "rerank_cis", "answer"]
+    assert [e["node"] for e in state["trace"]] == ["retrieve_candidates", "rerank_cis", "answer_reranked"]
 
 
 def test_missing_distilled_model_is_a_clear_error(memory_store, tmp_path):

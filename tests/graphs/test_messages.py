@@ -43,7 +43,7 @@ def paris_llm() -> FakeLLM:
     )
 
 
-ROUTED = {"astute", "cf_rag", "retro"}
+ROUTED = {m for m in causalrag.METHODS if "mechanism" in causalrag.METHODS[m].parameters()}
 """Methods that assess the evidence first; these tests follow the paper's path (routing:
 tests/graphs/test_routing.py)."""
 

@@ -15,6 +15,7 @@ from causalrag.tools.store import Passage, Store
 from tests.fakes import FakeLLM
 
 QUESTION = "What is the capital city of Australia?"
+MIXTURE = ["retrieve_candidates", "permute", "score", "solve", "answer_reranked"]
 
 
 def passage_lines(prefix: str) -> list[str]:
@@ -30,7 +31,8 @@ def saliency(prefix: str, continuation: str) -> float:
 
 
 def run(llm, store, **params):
-    return build_graph("moi", llm=llm, store=store, **params).invoke({"question": QUESTION})
+    """MoI's own path (its routing: tests/graphs/test_routing.py)."""
+    return build_graph("moi", llm=llm, store=store, **{"mechanism": "paper", **params}).invoke({"question": QUESTION})
 
 
 def titles(docs):
@@ -40,7 +42,7 @@ def titles(docs):
 def test_moi_scores_permutations_in_one_batch_and_answers_in_utility_order(memory_store):
     llm = FakeLLM(default=" Canberra", logprob=saliency)
     state = run(llm, memory_store, candidates=5, k=3)
-    assert [e["node"] for e in state["trace"]] == ["retrieve_candidates", "permute", "score", "solve", "answer"]
+    assert [e["node"] for e in state["trace"]] == MIXTURE
     permute, score, solve = state["trace"][1:4]
     assert permute["permutations"] == 15 and permute["positions"] == 5  # |S| = 2n unpruned, and 5 singletons
     assert score["llm_calls"] == 16 and score["forward_passes"] == 1  # 15 prompts + log p(q), one call
@@ -100,13 +102,13 @@ def test_bayes_saliency_baseline_scores_each_passage_alone(memory_store):
     scored = [p for p, _ in llm.scored if "(none)" not in p]
     assert len(scored) == 5 and all(len(passage_lines(p)) == 1 for p in scored)
     assert state["position_weights"] == [1.0] and titles(state["documents"])[0] == "Canberra"
-    assert [e["node"] for e in state["trace"]] == ["retrieve_candidates", "permute", "score", "solve", "answer"]
+    assert [e["node"] for e in state["trace"]] == MIXTURE
 
 
 def test_random_baseline_shuffles_without_scoring(memory_store):
     llm = FakeLLM(default=" Canberra", logprob=saliency)
     state = run(llm, memory_store, variant="random", candidates=5, seed=1)
-    assert [e["node"] for e in state["trace"]] == ["retrieve_candidates", "shuffle", "answer"]
+    assert [e["node"] for e in state["trace"]] == ["retrieve_candidates", "shuffle", "answer_reranked"]
     assert llm.scored == [] and sorted(state["trace"][1]["ranking"]) == list(range(5))
     other = run(FakeLLM(logprob=saliency), memory_store, variant="random", candidates=5, seed=2)
     assert state["ranking"] != other["ranking"] and sorted(state["ranking"]) == sorted(other["ranking"])
@@ -134,20 +136,19 @@ def test_self_consistency_with_only_empty_answers_falls_back_to_empty(memory_sto
 
 def test_stream_shows_permutations_scores_weights_and_utilities(memory_store):
     graph = build_graph(
-        "moi", llm=FakeLLM(default=" Canberra", logprob=saliency), store=memory_store, candidates=4, k=4
+        "moi",
+        llm=FakeLLM(default=" Canberra", logprob=saliency),
+        store=memory_store,
+        candidates=4,
+        k=4,
+        mechanism="paper",
     )
     events = list(graph.stream({"question": QUESTION}, stream_mode=["updates", "custom"]))
     custom = {e["type"]: e for mode, e in events if mode == "custom"}
     assert {"evidence", "permutations", "scores", "position_weights", "utilities", "token", "answer"} <= set(custom)
     assert len(custom["permutations"]["permutations"]) == 12 and len(custom["scores"]["saliency"]) == 12  # 8 + 4 alone
     assert custom["utilities"]["utilities"][0]["title"] == "Canberra"
-    assert [next(iter(u)) for mode, u in events if mode == "updates"] == [
-        "retrieve_candidates",
-        "permute",
-        "score",
-        "solve",
-        "answer",
-    ]
+    assert [next(iter(u)) for mode, u in events if mode == "updates"] == MIXTURE
 
 
 def test_rerank_moi_is_a_drop_in_node(memory_store):
