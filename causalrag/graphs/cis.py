@@ -36,10 +36,9 @@ def build() -> StateGraph[CISState, CISContext, InputState, CISOutput]:
     graph.add_conditional_edges(START, route_at_start)
     graph.add_edge("retrieve", "answer")
     graph.add_edge("answer", "assess")
+    # no "paper" route here: the paper's path never reaches the assessment (route_at_start)
     graph.add_conditional_edges(
-        "assess",
-        route_by_shape,
-        {"keep": END, "knowledge": "trust_knowledge", "vote": "retrieve_candidates", "paper": "retrieve_candidates"},
+        "assess", route_by_shape, {"keep": END, "knowledge": "trust_knowledge", "vote": "retrieve_candidates"}
     )
     graph.add_edge("trust_knowledge", END)
     graph.add_edge("retrieve_candidates", "rerank_cis")
