@@ -58,12 +58,12 @@ MODES = ("full", "shortlist")
 def runs(methods: list[str]) -> list[tuple[str, str]]:
     """(method, label) in order: CIS again with its p(K) cache warm (the steady state of a collection that
     has been queried before: only log p(K|Q) is computed per question) right after its cold run."""
-    return [(m, label) for m in methods for label in ([m, "cis (p(K) warm)"] if m == "cis" else [m])]
+    return [(m, label) for m in methods for label in ([m, f"{m} (p(K) warm)"] if m.startswith("cis") else [m])]
 
 
 def prior_home(homes: dict[str, str], label: str, mode: str) -> None:
-    """A fresh ``CAUSALRAG_HOME`` (empty p(K) cache) for each mode's cold CIS run; the warm run reuses its mode's."""
-    if label == "cis" or mode not in homes:
+    """A fresh ``CAUSALRAG_HOME`` (empty p(K) cache) for every run but a warm CIS run, which reuses its cold run's."""
+    if not label.endswith("(p(K) warm)") or mode not in homes:
         homes[mode] = tempfile.mkdtemp(prefix=f"causalrag-cost-{mode}-")
     os.environ["CAUSALRAG_HOME"] = homes[mode]
 

@@ -23,6 +23,7 @@ the table gives time and work of both as multiples of the same mode's ``standard
 projection runs outside ``_decode``: it is its own column, and part of "outside".
 
 Usage: ``python benchmarks/floor.py [--questions 3] [--methods all] [--shortlist full,shortlist]``
+(``--methods moi,moi@paper``: the routed default beside the paper's path on every question).
 """
 
 from __future__ import annotations
@@ -155,7 +156,8 @@ def measure(
     rows: dict[str, dict[str, dict[str, float]]] = {mode: {} for mode in modes}
     homes: dict[str, str] = {}
     print(f"  runs (answers per question) in {out}", flush=True)
-    for method, label in runs(methods):
+    for spec, label in runs(methods):
+        method, _, mechanism = spec.partition("@")  # "moi@paper": the method with that mechanism
         for mode in modes:
             prior_home(homes, label, mode)
             switch(llm, mode, kept)
@@ -165,11 +167,11 @@ def measure(
                 dataset="hotpotqa",
                 methods=[method],
                 limit=questions,
-                params={method: registry()[method].cpu_params},
+                params={method: {**registry()[method].cpu_params, **({"mechanism": mechanism} if mechanism else {})}},
                 backend="llamacpp",
             )
             results = run_eval(
-                config, out / f"{mode}-{method}{'' if label == method else '-warm'}", llm=llm, progress=False
+                config, out / f"{mode}-{spec}{'' if label == spec else '-warm'}", llm=llm, progress=False
             )
             counts = (now - then for now, then in zip(counter.totals(), before, strict=True))
             row = rows[mode][label] = {"seconds": sum(r["wall_seconds"] for r in results) / questions}
@@ -184,7 +186,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--questions", type=int, default=3)
     parser.add_argument(
-        "--methods", default="all", help="Comma-separated; standard_rag is always measured (the ratios' base)."
+        "--methods",
+        default="all",
+        help="Comma-separated; standard_rag is always measured (the ratios' base). METHOD@MECHANISM runs a routed "
+        "method with that mechanism, e.g. moi@paper for the paper's path on every question.",
     )
     parser.add_argument(
         "--shortlist", default="full,shortlist", help="Scored tokens over the full vocabulary, the shortlist, or both."
