@@ -1,0 +1,48 @@
+"""The routed default of every robust method end to end with the real bundled model on the demo collection:
+where nothing conflicts each keeps standard RAG's very answer; where sources disagree MoI and CIS run their own path."""
+
+import pytest
+
+import causalrag
+from causalrag.graphs.registry import build_graph
+
+pytestmark = pytest.mark.slow
+
+ROUTED = [m for m in causalrag.METHODS if "mechanism" in causalrag.METHODS[m].parameters()]
+BRIDGE = "Which river flows through the city where Ludwig van Beethoven was born?"
+CONFLICT = "In what year was the Eiffel Tower completed?"
+
+
+def run(method, llm, store, question):
+    return build_graph(method, llm=llm, store=store, **causalrag.METHODS[method].cpu_params).invoke(
+        {"question": question}
+    )
+
+
+@pytest.fixture(scope="module")
+def standard(real_llm, demo_store):
+    return build_graph("standard_rag", llm=real_llm, store=demo_store).invoke({"question": BRIDGE})
+
+
+def test_every_robust_method_is_routed():
+    assert set(ROUTED) == {"astute", "cf_rag", "retro", "moi", "cis"}
+
+
+@pytest.mark.parametrize("method", ROUTED)
+def test_nothing_in_conflict_keeps_standard_rags_very_answer(method, real_llm, demo_store, standard):
+    # measured: the passages read alone scatter over look-alike rivers, none with a plurality, so the joint
+    # reading stands; standard RAG's answer is computed exact, so the text is the same to the character
+    state = run(method, real_llm, demo_store, BRIDGE)
+    assert state["assessment"]["route"] == "keep", state["assessment"]
+    assert [e["node"] for e in state["trace"]] == ["retrieve", "answer", "assess"]
+    assert state["answer"] == standard["answer"] and "Rhine" in state["answer"]
+
+
+@pytest.mark.parametrize(("method", "own"), [("moi", "solve"), ("cis", "rerank_cis")])
+def test_disagreeing_sources_go_to_the_methods_own_path(method, own, real_llm, demo_store):
+    # measured: two passages say 1889, one says 1901 (the demo's planted conflict)
+    state = run(method, real_llm, demo_store, CONFLICT)
+    assert (state["assessment"]["shape"], state["assessment"]["route"]) == ("conflict", "vote")
+    nodes = [e["node"] for e in state["trace"]]
+    assert nodes[:3] == ["retrieve", "answer", "assess"] and own in nodes and nodes[-1] == "answer_reranked"
+    assert "1889" in state["answer"]
