@@ -11,20 +11,15 @@ the mixture above; the model's knowledge overrules the passages → ``trust_know
 
 from typing import Literal
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, StateGraph
 from langgraph.runtime import Runtime
 
+from causalrag.graphs.first_look import add_first_look
 from causalrag.graphs.registry import Method
-from causalrag.nodes.common import answer, answer_reranked, context, retrieve
+from causalrag.nodes.common import answer_reranked, context
 from causalrag.nodes.moi import permute, retrieve_candidates, score, shuffle, solve, vote
-from causalrag.nodes.triage import assess, route_by_shape, trust_knowledge
 from causalrag.state.base import InputState
 from causalrag.state.moi import MoIContext, MoIOutput, MoIState
-
-
-def route_at_start(state: MoIState, runtime: Runtime[MoIContext]) -> Literal["retrieve", "retrieve_candidates"]:
-    """The paper's path goes straight to its own steps; every other path first reads the passages as standard RAG."""
-    return "retrieve_candidates" if context(runtime).mechanism == "paper" else "retrieve"
 
 
 def route_after_retrieve(state: MoIState, runtime: Runtime[MoIContext]) -> Literal["permute", "shuffle"]:
@@ -37,10 +32,7 @@ def route_after_permute(state: MoIState, runtime: Runtime[MoIContext]) -> Litera
 
 def build() -> StateGraph[MoIState, MoIContext, InputState, MoIOutput]:
     graph = StateGraph(MoIState, context_schema=MoIContext, input_schema=InputState, output_schema=MoIOutput)
-    graph.add_node("retrieve", retrieve)
-    graph.add_node("answer", answer)
-    graph.add_node("assess", assess)
-    graph.add_node("trust_knowledge", trust_knowledge)
+    add_first_look(graph, "retrieve_candidates")
     graph.add_node("retrieve_candidates", retrieve_candidates)
     graph.add_node("permute", permute)
     graph.add_node("score", score)
@@ -48,14 +40,6 @@ def build() -> StateGraph[MoIState, MoIContext, InputState, MoIOutput]:
     graph.add_node("answer_reranked", answer_reranked)
     graph.add_node("shuffle", shuffle)
     graph.add_node("vote", vote)
-    graph.add_conditional_edges(START, route_at_start)
-    graph.add_edge("retrieve", "answer")
-    graph.add_edge("answer", "assess")
-    # no "paper" route here: the paper's path never reaches the assessment (route_at_start)
-    graph.add_conditional_edges(
-        "assess", route_by_shape, {"keep": END, "knowledge": "trust_knowledge", "vote": "retrieve_candidates"}
-    )
-    graph.add_edge("trust_knowledge", END)
     graph.add_conditional_edges("retrieve_candidates", route_after_retrieve)
     graph.add_conditional_edges("permute", route_after_permute)
     graph.add_edge("score", "solve")
