@@ -127,9 +127,10 @@ def test_a_server_without_prompt_logprobs_is_one_sentence(route, api):
         # a method that scores (CIS: log p(K|Q) − log p(K)) stops with that one sentence, not a traceback
         store = Store.in_memory(PASSAGES, embeddings=DeterministicFakeEmbedding(size=16))
         with pytest.raises(CausalRAGError, match="log-probabilities"):
-            causalrag.build_graph("cis", llm=llm, store=store, retrieval="bm25", k=1, n_candidates=2).invoke(
-                {"question": QUESTIONS[0]}
+            cis = causalrag.build_graph(
+                "cis", llm=llm, store=store, retrieval="bm25", k=1, n_candidates=2, mechanism="paper"
             )
+            cis.invoke({"question": QUESTIONS[0]})
 
 
 # --------------------------------------------------------------------------- llama-cpp-python's server, async
