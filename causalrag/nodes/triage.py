@@ -24,7 +24,9 @@ answer a question keeps when nothing conflicts), then :func:`assess` looks at th
   passage answers alone but one states the joint reading's answer (a bridge, read jointly), the
   question names its own options (yes/no, "A or B": a passage read alone can only pick one, so it is
   not read alone unless ``option_votes``), or the sources scatter over several answers with no
-  plurality to trust (a correlation trap's look-alikes): standard RAG's answer stands (do no harm);
+  plurality to trust (a correlation trap's look-alikes), or the model's closed-book answer is the joint
+  reading's and no source read alone gives it (two readings agree on what every source misses):
+  standard RAG's answer stands (do no harm);
 * ``vote`` — the sources disagree and one answer has a plurality of at least two, or the joint
   reading disagrees with every source that answers alone: the method's own isolate-and-aggregate
   mechanism (Astute's consolidation, CF-RAG's hypotheses and Ψ, RetroRAG's loop);
@@ -123,9 +125,11 @@ def shape_of(
     Shapes: ``conflict`` — the sources disagree and one answer has a plurality of at least two of them,
     or the joint reading disagrees with every source that answers alone; ``scattered`` — several
     answers, none with such a plurality (a correlation trap's look-alikes, noise): nothing to vote
-    with, the joint reading stands; ``agree``; ``unanswered`` (no passage answers alone, but one
-    states the joint reading's answer: a bridge); ``unsupported`` (no passage answers alone and none
-    states the joint reading's answer, ``stated`` false: off-topic passages), where the model's own
+    with, the joint reading stands; ``corroborated`` — the sources disagree with the joint reading, but
+    the model's closed-book answer is the joint reading's (:func:`corroborated`): it stands; ``agree``;
+    ``unanswered`` (no passage answers alone, but one states the joint reading's answer: a bridge);
+    ``unsupported`` (no passage answers alone and none states the joint reading's answer, ``stated``
+    false: off-topic passages), where the model's own
     answer is taken however sure it is; ``compared`` (the question names its own options and the
     passages were not read alone, ``compared`` true: the joint reading decides); and ``contradicted``
     when the model's own answer overrules what the passages say (their first group, else the joint
@@ -141,6 +145,8 @@ def shape_of(
         shape = "agree" if not normalize_answer(standard) or same_answer(said, standard) else "conflict"
     else:
         said, shape = standard, "compared" if compared else "unanswered" if stated else "unsupported"
+    if shape == "conflict" and corroborated(groups, standard, closed):
+        return "corroborated", "keep", None
     if normalize_answer(closed) and not same_answer(closed, said):
         if shape == "unsupported":
             return shape, "knowledge", closed
@@ -150,6 +156,19 @@ def shape_of(
         if minority is not None and sure >= ctx.minority_confidence:
             return "contradicted", "knowledge", minority
     return shape, "vote" if shape == "conflict" else "keep", None
+
+
+def corroborated(groups: Sequence[Group], standard: str, closed: str) -> bool:
+    """Whether the joint reading and the model's closed-book answer agree on an answer that no passage
+    read alone gives: two readings, one with every passage and one with none, against sources that each
+    miss it. A vote can only choose among the sources' answers, so it would throw away the one answer
+    both readings found (on the robustness suite's dev half, every such vote that changed the answer
+    lost it: passages that all state a wrong answer, or off-topic ones misread alone)."""
+    return (
+        bool(normalize_answer(closed))
+        and same_answer(closed, standard)
+        and not any(same_answer(g.answer, standard) for g in groups)
+    )
 
 
 def rival_answer(shape: str, route: Route, groups: Sequence[Group], closed: str) -> str | None:

@@ -151,8 +151,8 @@ class Assessment(TypedDict, total=False):
     """What :func:`causalrag.nodes.triage.assess` saw: the shape of the evidence and the mechanism it chose."""
 
     shape: str
-    """``agree``, ``conflict``, ``scattered``, ``unanswered``, ``unsupported``, ``compared`` or ``contradicted``
-    (empty when skipped)."""
+    """``agree``, ``conflict``, ``scattered``, ``corroborated``, ``unanswered``, ``unsupported``, ``compared``
+    or ``contradicted`` (empty when skipped)."""
     route: Route
     standard: str
     """Standard RAG's answer (the joint reading)."""

@@ -117,6 +117,13 @@ CTX = RoutedContext()
         (groups(("Sydney", 3)), "Sydney", "Canberra", -0.8, ("agree", "keep", None)),  # alone against all: needs −0.5
         (groups(("Canberra", 3)), "Canberra", "Canberra", -0.1, ("agree", "keep", None)),  # knowledge agrees
         ([], "Paris", "Canberra", -0.3, ("contradicted", "knowledge", "Canberra")),
+        # the joint reading and the closed-book answer agree on what no source read alone gives
+        (groups(("Euphrates", 3)), "Tigris", "the Tigris", -3.0, ("corroborated", "keep", None)),
+        (groups(("Niger", 2), ("West Africa", 1)), "Mali", "Mali", -0.1, ("corroborated", "keep", None)),
+        # a source gives it: not corroborated, the minority rule's case (or the vote's, below its bar)
+        (groups(("Niger", 2), ("Mali", 1)), "Mali", "Mali", -3.0, ("contradicted", "knowledge", "Mali")),
+        (groups(("Niger", 2), ("Mali", 1)), "Mali", "Mali", -6.0, ("conflict", "vote", None)),
+        (groups(("Euphrates", 3)), "Tigris", "Nile", -3.0, ("conflict", "vote", None)),  # the model disagrees
     ],
 )
 def test_shape_and_route(found, standard, closed, sure, expected):
@@ -213,6 +220,15 @@ def test_disagreeing_sources_go_to_the_methods_own_aggregation(method):
     assert MECHANISM[method] in nodes(state) and "trust_knowledge" not in nodes(state)
     if method in VOTING:
         assert state["answer"] == "Canberra"  # three sources against two; the joint reading said Sydney
+
+
+@pytest.mark.parametrize("method", ROUTED)
+def test_a_joint_answer_the_model_also_gives_stands_against_sources_that_all_miss_it(method):
+    store = store_of("Sydney", "Sydney", "Sydney")
+    state = run(method, reader(standard="Canberra", closed="Canberra", sure=-2.0), store)
+    assessment = state["assessment"]
+    assert (assessment["shape"], assessment["route"]) == ("corroborated", "keep")
+    assert nodes(state) == ["retrieve", "answer", "assess"] and state["answer"] == "Canberra"
 
 
 @pytest.mark.parametrize("method", ROUTED)
