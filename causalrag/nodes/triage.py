@@ -173,13 +173,15 @@ def corroborated(groups: Sequence[Group], standard: str, closed: str) -> bool:
 
 def rival_answer(shape: str, route: Route, groups: Sequence[Group], closed: str) -> str | None:
     """The answer a counterfactual contrast weighs against the first group's (:func:`counterfactual_fit`):
-    the model's own when every passage that answers agrees on another (shape ``agree``); the runner-up's
-    when two sides of at least two sources each dispute and the vote would decide (a lone dissenting
-    source is more often a misread than a witness). None otherwise."""
-    if shape == "agree" and normalize_answer(closed) and not same_answer(closed, groups[0].answer):
-        return closed
+    the runner-up's when two sides of at least two sources each dispute and the vote would decide (a lone
+    dissenting source is more often a misread than a witness); else the model's own when no source that
+    answers gives it (shape ``agree``, or ``conflict`` where the vote could only pick among the sources'
+    answers). None otherwise."""
     if shape == "conflict" and route == "vote" and len(groups) >= 2 and len(groups[1].members) >= 2:
         return groups[1].answer
+    given = any(same_answer(closed, g.answer) for g in groups)
+    if shape in ("agree", "conflict") and normalize_answer(closed) and not given:
+        return closed
     return None
 
 

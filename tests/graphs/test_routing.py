@@ -137,7 +137,9 @@ def test_shape_and_route(found, standard, closed, sure, expected):
         (groups(("Sydney", 3)), "sydney", None),  # the model agrees
         (groups(("Sydney", 3)), "", None),
         (groups(("Sydney", 3), ("Canberra", 2)), "Perth", "Canberra"),  # two supported sides dispute
-        (groups(("Sydney", 3), ("Canberra", 1), ("Perth", 1)), "Hobart", None),  # a lone dissenter
+        # a lone dissenter is not weighed; the model's own answer is, when no source gives it
+        (groups(("Sydney", 3), ("Canberra", 1), ("Perth", 1)), "Hobart", "Hobart"),
+        (groups(("Sydney", 3), ("Canberra", 1), ("Perth", 1)), "Perth", None),  # the minority rule's case
     ],
 )
 def test_the_rival_a_counterfactual_contrast_weighs(found, closed, expected):
@@ -271,6 +273,16 @@ def test_passages_that_read_better_with_the_models_answer_yield_to_it(method):
     assessment = state["assessment"]
     assert (assessment["shape"], assessment["route"], assessment["fit"]) == ("contradicted", "knowledge", 3.5)
     assert nodes(state)[-1] == "trust_knowledge" and state["answer"] == "Canberra"
+
+
+@pytest.mark.parametrize("method", ROUTED)
+@pytest.mark.parametrize(("fit", "route"), [(3.5, "knowledge"), (1.0, "vote")])
+def test_a_majority_against_a_model_answer_no_source_gives_is_weighed_by_the_same_contrast(method, fit, route):
+    store = store_of("Sydney", "Sydney", "Sydney", "Melbourne")
+    state = run(method, reader(standard="Sydney", closed="Canberra", sure=-2.0, fit=fit), store)
+    assessment = state["assessment"]
+    assert (assessment["route"], assessment["fit"]) == (route, fit)
+    assert (state["answer"] == "Canberra") == (route == "knowledge")
 
 
 @pytest.mark.parametrize("method", ROUTED)
