@@ -200,6 +200,7 @@ def test_nothing_in_conflict_keeps_standard_rags_answer(method):
     standard = build_graph("standard_rag", llm=llm, store=store, k=5).invoke({"question": QUESTION})
     assert state["answer"] == standard["answer"] == "Canberra"
     assert nodes(state) == ["retrieve", "answer", "assess"]
+    assert llm.exact_streams[:2] == [True, True]  # the joint reading and the closed-book answer: no_rag's very one
     assert state["assessment"]["shape"] == "agree" and state["assessment"]["route"] == "keep"
 
 

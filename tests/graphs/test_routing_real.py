@@ -24,16 +24,23 @@ def standard(real_llm, demo_store):
     return build_graph("standard_rag", llm=real_llm, store=demo_store).invoke({"question": BRIDGE})
 
 
+@pytest.fixture(scope="module")
+def closed_book(real_llm, demo_store):
+    return build_graph("no_rag", llm=real_llm, store=demo_store).invoke({"question": BRIDGE})
+
+
 def test_every_robust_method_is_routed():
     assert set(ROUTED) == {"astute", "cf_rag", "retro", "moi", "cis"}
 
 
 @pytest.mark.parametrize("method", ROUTED)
-def test_nothing_in_conflict_keeps_standard_rags_very_answer(method, real_llm, demo_store, standard):
+def test_nothing_in_conflict_keeps_standard_rags_very_answer(method, real_llm, demo_store, standard, closed_book):
     # measured: the passages read alone scatter over look-alike rivers, none with a plurality, so the joint
-    # reading stands; standard RAG's answer is computed exact, so the text is the same to the character
+    # reading stands; standard RAG's and no_rag's answers are computed exact, so the texts are the same to the
+    # character, whatever the method read before
     state = run(method, real_llm, demo_store, BRIDGE)
     assert state["assessment"]["route"] == "keep", state["assessment"]
+    assert state["assessment"]["closed_book"] == closed_book["answer"]
     assert [e["node"] for e in state["trace"]] == ["retrieve", "answer", "assess"]
     assert state["answer"] == standard["answer"] and "Rhine" in state["answer"]
 
