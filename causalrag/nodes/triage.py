@@ -28,7 +28,8 @@ answer a question keeps when nothing conflicts), then :func:`assess` looks at th
   reading's and no source read alone gives it (two readings agree on what every source misses):
   standard RAG's answer stands (do no harm);
 * ``vote`` — the sources disagree and one answer has a plurality of at least two, or the joint
-  reading disagrees with every source that answers alone: the method's own isolate-and-aggregate
+  reading disagrees with every source that answers alone (and the model's does not side with the joint
+  reading): the method's own isolate-and-aggregate
   mechanism (Astute's consolidation, CF-RAG's hypotheses and Ψ, RetroRAG's loop);
 * ``knowledge`` — the model's own answer contradicts what the passages say (their majority, their
   only answer, or their joint reading) and it is sure of it, or the passages that agree on another
@@ -132,9 +133,9 @@ def shape_of(
     the model's closed-book answer is the joint reading's (:func:`corroborated`): it stands; ``agree``;
     ``unanswered`` (no passage answers alone, but one states the joint reading's answer: a bridge);
     ``unsupported`` (no passage answers alone and none states the joint reading's answer, ``stated``
-    false: off-topic passages), where the model's own
-    answer is taken however sure it is; ``compared`` (the question names its own options and the
-    passages were not read alone, ``compared`` true: the joint reading decides); and ``contradicted``
+    false: off-topic passages), where the model's own answer is taken however sure it is; ``compared``
+    (the question names its own options and the passages were not read alone, ``compared`` true: the
+    joint reading decides); and ``contradicted``
     when the model's own answer overrules what the passages say (their first group, else the joint
     reading): it is sure of it (mean per-token log-probability ≥ ``knowledge_confidence``), or it sides
     with a minority of the sources and is at least ``minority_confidence`` sure. (:func:`assess` then
