@@ -10,7 +10,12 @@ TORCH  ?= torch==2.13.0
 # llama-cpp-python has no wheel on the registry: pip compiles it (~12 min on 2 cores) once into
 # WHEELS, and every later install (a fresh clone, CI) takes the cached wheel.
 LLAMA  ?= llama-cpp-python==0.3.36
-WHEELS ?= $(HOME)/.cache/causalrag/wheels
+# It is built for this CPU (-march=native) but without ggml's AMX kernels: where the CPU has AMX and the
+# kernel does not hand out its tile state (sandboxes such as gVisor), they crash the first decode
+# (SIGSEGV in ggml_backend_amx_mul_mat; seen on a Sapphire Rapids machine). AVX-512 and the repacked
+# Q4_K kernels stay. The wheels' folder is named after the build, so an earlier build is not reused.
+LLAMA_CMAKE ?= -DCMAKE_C_FLAGS='-mno-amx-tile -mno-amx-int8 -mno-amx-bf16' -DCMAKE_CXX_FLAGS='-mno-amx-tile -mno-amx-int8 -mno-amx-bf16'
+WHEELS ?= $(HOME)/.cache/causalrag/wheels/native-no-amx
 BIN    := $(VENV)/bin
 export HF_HUB_OFFLINE := 1
 
@@ -27,7 +32,8 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml
 $(VENV)/.installed-dev: $(VENV)/.installed
 	mkdir -p $(WHEELS)
 	ls $(WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || \
-		CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/python -m pip wheel -q --no-deps -w $(WHEELS) "$(LLAMA)"
+		CMAKE_ARGS="$(LLAMA_CMAKE)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
+		$(BIN)/python -m pip wheel -q --no-deps --no-binary llama-cpp-python -w $(WHEELS) "$(LLAMA)"
 	$(BIN)/python -m pip install -q --find-links $(WHEELS) -e ".[dev,llamacpp,openai]" "$(LLAMA)"
 	touch $@
 
