@@ -7,7 +7,7 @@
 PYTHON ?= python3
 VENV   ?= .venv
 TORCH  ?= torch==2.13.0
-# llama-cpp-python has no wheel on the registry: pip compiles it (~12 min on 2 cores) once into
+# llama-cpp-python has no wheel on the registry: pip compiles it (4-12 min on 2 cores) once into
 # WHEELS, and every later install (a fresh clone, CI) takes the cached wheel.
 LLAMA  ?= llama-cpp-python==0.3.36
 # It is built for this CPU (-march=native) but without ggml's AMX kernels: where the CPU has AMX and the
