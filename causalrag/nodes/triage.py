@@ -240,13 +240,17 @@ def contrasted(state: TriageState, ctx: RoutedContext) -> bool:
 def trust_knowledge(state: TriageState, runtime: Runtime[R]) -> dict[str, Any]:
     """The model's own knowledge decides: the answer it holds against the passages. A method that wrote
     passages from memory (Astute's internal passages) reads them to choose between that answer and what
-    the retrieved passages say; the passages that state the answer are its evidence."""
+    the retrieved passages say (their first group's answer, else the joint reading; not where no passage
+    answers or states the joint reading: shape ``unsupported``); the passages that state the answer are its
+    evidence."""
     ctx = context(runtime)
     assessment = state.get("assessment") or {}
     believed = assessment.get("believed") or assessment.get("closed_book") or str(state.get("answer") or "")
     internal = list(state.get("internal") or [])
     said = next((g["answer"] for g in assessment.get("groups") or []), assessment.get("standard") or "")
-    options = distinct([believed, said])
+    # off-topic passages (shape ``unsupported``) state no answer: the joint reading is the model's own
+    # knowledge distracted by them, not a retrieved side for the memory passages to weigh
+    options = distinct([believed] if assessment.get("shape") == "unsupported" else [believed, said])
     if internal and len(options) > 1:
         believed = llm_of(ctx).choose([answer_prompt(question_of(state), internal)], [options])[0].answer or believed
     stating = [d for d in state.get("documents") or [] if mentions(believed, passage_text(d))]

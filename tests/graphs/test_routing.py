@@ -48,15 +48,26 @@ def passage_block(prompt: str) -> list[str]:
 
 
 def reader(
-    standard: str, closed: str, sure: float = -3.0, *, relevant: bool = True, fit: float = 0.0, fitting: str = ""
+    standard: str,
+    closed: str,
+    sure: float = -3.0,
+    *,
+    relevant: bool = True,
+    fit: float = 0.0,
+    fitting: str = "",
+    memory: str = "",
 ) -> FakeLLM:
     """One passage → the city it names; several → ``standard``; none → ``closed``, scored at ``sure`` per token;
     ``relevant=False``: the question raises no answer's likelihood in a passage (off-topic passages); a text
     naming ``fitting`` (default ``closed``) reads ``fit`` nats better than one word for word the same with
-    another city."""
+    another city; ``memory``: the passage Astute writes from memory (default: one naming ``closed``), and
+    a prompt holding it favours the city it names."""
+    memory = memory or f"{closed} is where the government sits."
     cities = ("Canberra", "Sydney", "Melbourne")
 
     def reply(prompt: str) -> str:
+        if prompt.startswith("From your own memory"):
+            return f"Passage: {memory}"
         lines = passage_block(prompt)
         if len(lines) == 1:
             return " " + next((c for c in cities if c in lines[0]), "unknown")
@@ -67,6 +78,8 @@ def reader(
             return sure * len(answer.split()) if answer == closed else -6.0
         if "Question: N/A" in prompt:  # the content-free question: a reading the question does not raise
             return -6.0 if relevant else -1.0
+        if memory in prompt:
+            return -0.5 if answer in memory else -4.0
         if not relevant:
             return -1.0
         return -0.5 if any(answer in line for line in passage_block(prompt)) else -4.0
@@ -293,6 +306,26 @@ def test_off_topic_passages_leave_the_answer_to_the_models_knowledge(method):
     assessment = state["assessment"]
     assert (assessment["shape"], assessment["route"], assessment["groups"]) == ("unsupported", "knowledge", [])
     assert nodes(state)[-1] == "trust_knowledge" and state["answer"] == "Canberra"
+
+
+@pytest.mark.parametrize(
+    ("cities", "sure", "shape", "expected"),
+    [
+        (("the old harbour", "the river mouth", "the northern hills"), -3.0, "unsupported", "Canberra"),
+        (("Sydney", "Sydney", "Sydney"), -0.2, "contradicted", "Sydney"),
+    ],
+)
+def test_astutes_memory_passages_weigh_only_an_answer_a_retrieved_passage_gives(cities, sure, shape, expected):
+    """Memory passages that name Sydney choose between the model's Canberra and the passages' side: where
+    passages state Sydney, they side with them; where no passage answers or states the joint reading's
+    Sydney (off topic), that reading is no side to choose, and the model's own answer stands."""
+    off_topic = shape == "unsupported"
+    llm = reader(standard="Sydney", closed="Canberra", sure=sure, relevant=not off_topic, memory="Sydney hosts it.")
+    state = run("astute", llm, store_of(*cities))
+    assert (state["assessment"]["shape"], state["assessment"]["route"]) == (shape, "knowledge")
+    assert nodes(state)[-2:] == ["elicit", "trust_knowledge"] and state["answer"] == expected
+    asked = [options for prompt, options in llm.choices if "Sydney hosts it." in prompt]
+    assert asked == ([("Canberra", "Sydney")] if shape == "contradicted" else [])
 
 
 EITHER_OR = "Which city is the capital of Australia, Canberra or Sydney?"
