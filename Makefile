@@ -10,10 +10,11 @@ TORCH  ?= torch==2.13.0
 # llama-cpp-python has no wheel on the registry: pip compiles it (4-12 min on 2 cores) once into
 # WHEELS, and every later install (a fresh clone, CI) takes the cached wheel.
 LLAMA  ?= llama-cpp-python==0.3.36
-# It is built for this CPU (-march=native) but without ggml's AMX kernels: where the CPU has AMX and the
-# kernel does not hand out its tile state (sandboxes such as gVisor), they crash the first decode
-# (SIGSEGV in ggml_backend_amx_mul_mat; seen on a Sapphire Rapids machine). AVX-512 and the repacked
-# Q4_K kernels stay. The wheels' folder is named after the build, so an earlier build is not reused.
+# It is built for this CPU (-march=native) but without ggml's AMX kernels: on an AMX machine (Sapphire
+# Rapids, in a Firecracker VM that grants the tile state) they crashed the first decode of the bundled
+# model (SIGSEGV in ggml_backend_amx_mul_mat, plain llama_cpp.Llama too; cause not isolated). AVX-512
+# and the repacked Q4_K kernels stay. The wheels' folder is named after the build, so an earlier build is
+# not reused.
 LLAMA_CMAKE ?= -DCMAKE_C_FLAGS='-mno-amx-tile -mno-amx-int8 -mno-amx-bf16' -DCMAKE_CXX_FLAGS='-mno-amx-tile -mno-amx-int8 -mno-amx-bf16'
 WHEELS ?= $(HOME)/.cache/causalrag/wheels/native-no-amx
 BIN    := $(VENV)/bin
