@@ -15,7 +15,8 @@ LLAMA  ?= llama-cpp-python==0.3.36
 # model (SIGSEGV in ggml_backend_amx_mul_mat, plain llama_cpp.Llama too; cause not isolated). AVX-512
 # and the repacked Q4_K kernels stay. The wheels' folder is named after the build, so an earlier build is
 # not reused.
-LLAMA_CMAKE ?= -DCMAKE_C_FLAGS='-mno-amx-tile -mno-amx-int8 -mno-amx-bf16' -DCMAKE_CXX_FLAGS='-mno-amx-tile -mno-amx-int8 -mno-amx-bf16'
+NO_AMX := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
+LLAMA_CMAKE ?= -DCMAKE_C_FLAGS='$(NO_AMX)' -DCMAKE_CXX_FLAGS='$(NO_AMX)'
 WHEELS ?= $(HOME)/.cache/causalrag/wheels/native-no-amx
 BIN    := $(VENV)/bin
 export HF_HUB_OFFLINE := 1
