@@ -35,8 +35,9 @@ answer a question keeps when nothing conflicts), then :func:`assess` looks at th
   only answer, or their joint reading) and it is sure of it, or the passages that agree on another
   answer read clearly better with the model's (``knowledge_fit``), or the majority's passages read
   clearly better with the runner-up's answer (two sides of at least two sources each), or it sides
-  with a minority of the sources (an independent witness for one side of a dispute), or no passage
-  answers the question and none states the joint reading's answer (the passages are off topic: that
+  with a minority of the sources (an independent witness for one side of a dispute), or no answer has
+  two sources and no passage states the joint reading's answer (the passages are off topic, and what a
+  lone one answers alone is a misread: that
   answer is the model's knowledge distracted by unrelated text, and its closed-book answer is the
   same knowledge undistracted — Astute RAG's worst case, §3): :func:`trust_knowledge` (Astute reads
   its internal passages).
@@ -132,8 +133,9 @@ def shape_of(
     with, the joint reading stands; ``corroborated`` — the sources disagree with the joint reading, but
     the model's closed-book answer is the joint reading's (:func:`corroborated`): it stands; ``agree``;
     ``unanswered`` (no passage answers alone, but one states the joint reading's answer: a bridge);
-    ``unsupported`` (no passage answers alone and none states the joint reading's answer, ``stated``
-    false: off-topic passages), where the model's own answer is taken however sure it is; ``compared``
+    ``unsupported`` (no passage answers alone, or only lone sources do, no answer with a second source;
+    and none states the joint reading's answer, ``stated`` false: off-topic passages, whose lone answers
+    are misreads), where the model's own answer is taken however sure it is; ``compared``
     (the question names its own options and the passages were not read alone, ``compared`` true: the
     joint reading decides); and ``contradicted``
     when the model's own answer overrules what the passages say (their first group, else the joint
@@ -149,6 +151,8 @@ def shape_of(
         shape = "agree" if not normalize_answer(standard) or same_answer(said, standard) else "conflict"
     else:
         said, shape = standard, "compared" if compared else "unanswered" if stated else "unsupported"
+    if not stated and shape in ("conflict", "scattered") and all(len(g.members) < 2 for g in groups):
+        said, shape = standard, "unsupported"  # lone answers read out of off-topic passages support nothing
     if shape == "conflict" and corroborated(groups, standard, closed):
         return "corroborated", "keep", None
     if normalize_answer(closed) and not same_answer(closed, said):
@@ -240,9 +244,8 @@ def contrasted(state: TriageState, ctx: RoutedContext) -> bool:
 def trust_knowledge(state: TriageState, runtime: Runtime[R]) -> dict[str, Any]:
     """The model's own knowledge decides: the answer it holds against the passages. A method that wrote
     passages from memory (Astute's internal passages) reads them to choose between that answer and what
-    the retrieved passages say (their first group's answer, else the joint reading; not where no passage
-    answers or states the joint reading: shape ``unsupported``); the passages that state the answer are its
-    evidence."""
+    the retrieved passages say (their first group's answer, else the joint reading; not where the passages
+    are off topic: shape ``unsupported``); the passages that state the answer are its evidence."""
     ctx = context(runtime)
     assessment = state.get("assessment") or {}
     believed = assessment.get("believed") or assessment.get("closed_book") or str(state.get("answer") or "")

@@ -194,6 +194,22 @@ def test_no_passage_answering_or_stating_the_joint_answer_leaves_it_to_knowledge
 
 
 @pytest.mark.parametrize(
+    ("found", "stated", "expected"),
+    [
+        # lone sources, each answering something else, and no passage states the joint reading's Tartu:
+        # what they answer alone is misread out of off-topic text
+        (groups(("Madrid", 1)), False, ("unsupported", "knowledge", "Oslo")),
+        (groups(("Madrid", 1), ("Lima", 1)), False, ("unsupported", "knowledge", "Oslo")),
+        (groups(("Madrid", 1)), True, ("conflict", "vote", None)),  # a passage states Tartu: sources disagree
+        (groups(("Madrid", 1), ("Lima", 1)), True, ("scattered", "keep", None)),
+        (groups(("Madrid", 2), ("Lima", 1)), False, ("conflict", "vote", None)),  # an answer with two sources
+    ],
+)
+def test_lone_answers_from_passages_that_never_state_the_joint_answer_leave_it_to_knowledge(found, stated, expected):
+    assert shape_of(found, "Tartu", "Oslo", -3.0, CTX, stated=stated) == expected
+
+
+@pytest.mark.parametrize(
     ("closed", "sure", "expected"),
     [
         ("Sydney", -3.0, ("compared", "keep", None)),  # the joint reading decides
@@ -305,6 +321,19 @@ def test_off_topic_passages_leave_the_answer_to_the_models_knowledge(method):
     state = run(method, reader(standard="Sydney", closed="Canberra", relevant=False), store)
     assessment = state["assessment"]
     assert (assessment["shape"], assessment["route"], assessment["groups"]) == ("unsupported", "knowledge", [])
+    assert nodes(state)[-1] == "trust_knowledge" and state["answer"] == "Canberra"
+
+
+@pytest.mark.parametrize("method", ROUTED)
+def test_a_lone_answer_among_off_topic_passages_leaves_the_answer_to_the_models_knowledge(method):
+    """One passage names Melbourne, read alone (the others give lone misreads); the joint reading's Sydney is
+    in no passage."""
+    store = store_of("Melbourne", "the old harbour", "the river mouth")
+    state = run(method, reader(standard="Sydney", closed="Canberra"), store)
+    assessment = state["assessment"]
+    assert (assessment["shape"], assessment["route"]) == ("unsupported", "knowledge")
+    assert "Melbourne" in [g["answer"] for g in assessment["groups"]]
+    assert all(len(g["sources"]) == 1 for g in assessment["groups"])
     assert nodes(state)[-1] == "trust_knowledge" and state["answer"] == "Canberra"
 
 
