@@ -25,11 +25,11 @@ answer a question keeps when nothing conflicts), then :func:`assess` looks at th
   question names its own options (yes/no, "A or B": a passage read alone can only pick one, so it is
   not read alone unless ``option_votes``), or the sources scatter over several answers with no
   plurality to trust (a correlation trap's look-alikes), or the model's closed-book answer is the joint
-  reading's and no source read alone gives it (two readings agree on what every source misses):
-  standard RAG's answer stands (do no harm);
+  reading's and no source read alone gives it (two readings agree on what every source misses) or the
+  sources' plurality gives it too (three readings agree): standard RAG's answer stands (do no harm);
 * ``vote`` — the sources disagree and one answer has a plurality of at least two, or the joint
-  reading disagrees with every source that answers alone (and the model's does not side with the joint
-  reading): the method's own isolate-and-aggregate
+  reading disagrees with every source that answers alone, unless the model's closed-book answer is the
+  joint reading's (``keep`` above): the method's own isolate-and-aggregate
   mechanism (Astute's consolidation, CF-RAG's hypotheses and Ψ, RetroRAG's loop);
 * ``knowledge`` — the model's own answer contradicts what the passages say (their majority, their
   only answer, or their joint reading) and it is sure of it, or the passages that agree on another
@@ -130,8 +130,9 @@ def shape_of(
     Shapes: ``conflict`` — the sources disagree and one answer has a plurality of at least two of them,
     or the joint reading disagrees with every source that answers alone; ``scattered`` — several
     answers, none with such a plurality (a correlation trap's look-alikes, noise): nothing to vote
-    with, the joint reading stands; ``corroborated`` — the sources disagree with the joint reading, but
-    the model's closed-book answer is the joint reading's (:func:`corroborated`): it stands; ``agree``;
+    with, the joint reading stands; ``corroborated`` — the sources disagree, but the model's closed-book
+    answer is the joint reading's, and no source gives it or their plurality does (:func:`corroborated`):
+    it stands; ``agree``;
     ``unanswered`` (no passage answers alone, but one states the joint reading's answer: a bridge);
     ``unsupported`` (no passage answers alone, or only lone sources do, no answer with a second source;
     and none states the joint reading's answer, ``stated`` false: off-topic passages, whose lone answers
@@ -168,14 +169,17 @@ def shape_of(
 
 def corroborated(groups: Sequence[Group], standard: str, closed: str) -> bool:
     """Whether the joint reading and the model's closed-book answer agree on an answer that no passage
-    read alone gives: two readings, one with every passage and one with none, against sources that each
-    miss it. A vote can only choose among the sources' answers, so it would throw away the one answer
-    both readings found (on the robustness suite's dev half, every such vote that changed the answer
-    lost it: passages that all state a wrong answer, or off-topic ones misread alone)."""
+    read alone gives, or that the largest group of sources gives: two readings, one with every passage
+    and one with none, that the sources either each miss or back with their plurality. A vote can only
+    choose among the sources' answers, so where they miss it, it would throw away the one answer both
+    readings found (on the robustness suite's dev half, every such vote that changed the answer lost it:
+    passages that all state a wrong answer, or off-topic ones misread alone); where their plurality
+    backs it, a vote can only overturn three readings that agree (on the dev half it kept the answer 37
+    times and changed it once, to a lone source's planted answer)."""
     return (
         bool(normalize_answer(closed))
         and same_answer(closed, standard)
-        and not any(same_answer(g.answer, standard) for g in groups)
+        and (not any(same_answer(g.answer, standard) for g in groups) or same_answer(groups[0].answer, standard))
     )
 
 

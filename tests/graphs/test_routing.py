@@ -137,6 +137,9 @@ CTX = RoutedContext()
         (groups(("Niger", 2), ("Mali", 1)), "Mali", "Mali", -3.0, ("contradicted", "knowledge", "Mali")),
         (groups(("Niger", 2), ("Mali", 1)), "Mali", "Mali", -6.0, ("conflict", "vote", None)),
         (groups(("Euphrates", 3)), "Tigris", "Nile", -3.0, ("conflict", "vote", None)),  # the model disagrees
+        # the sources' plurality, the joint reading and the closed-book answer agree: no vote can do better
+        (groups(("Canberra", 3), ("Sydney", 2)), "Canberra", "Canberra", -6.0, ("corroborated", "keep", None)),
+        (groups(("Canberra", 2), ("Sydney", 1)), "canberra", "Canberra", -3.0, ("corroborated", "keep", None)),
     ],
 )
 def test_shape_and_route(found, standard, closed, sure, expected):
@@ -260,6 +263,18 @@ def test_a_joint_answer_the_model_also_gives_stands_against_sources_that_all_mis
     state = run(method, reader(standard="Canberra", closed="Canberra", sure=-2.0), store)
     assessment = state["assessment"]
     assert (assessment["shape"], assessment["route"]) == ("corroborated", "keep")
+    assert nodes(state) == ["retrieve", "answer", "assess"] and state["answer"] == "Canberra"
+
+
+@pytest.mark.parametrize("method", ROUTED)
+def test_a_plurality_that_the_joint_reading_and_the_model_both_give_is_not_put_to_a_vote(method):
+    """Three sources against two, and standard RAG and the closed-book model side with the three: the
+    method's own mechanism could only overturn three readings that agree."""
+    store = store_of("Canberra", "Canberra", "Canberra", "Sydney", "Sydney")
+    state = run(method, reader(standard="Canberra", closed="Canberra", sure=-6.0), store)
+    assessment = state["assessment"]
+    assert (assessment["shape"], assessment["route"]) == ("corroborated", "keep")
+    assert [g["answer"] for g in assessment["groups"]] == ["Canberra", "Sydney"]
     assert nodes(state) == ["retrieve", "answer", "assess"] and state["answer"] == "Canberra"
 
 
