@@ -134,9 +134,10 @@ def shape_of(
     answer is the joint reading's, and no source gives it or their plurality does (:func:`corroborated`):
     it stands; ``agree``;
     ``unanswered`` (no passage answers alone, but one states the joint reading's answer: a bridge);
-    ``unsupported`` (no passage answers alone, or only lone sources do, no answer with a second source;
-    and none states the joint reading's answer, ``stated`` false: off-topic passages, whose lone answers
-    are misreads), where the model's own answer is taken however sure it is; ``compared``
+    ``unsupported`` (no passage answers alone, or only lone sources do, no answer with a second source
+    and none the model's own, which would be the minority rule's witness below; and none states the joint
+    reading's answer, ``stated`` false: off-topic passages, whose lone answers are misreads), where the
+    model's own answer is taken however sure it is; ``compared``
     (the question names its own options and the passages were not read alone, ``compared`` true: the
     joint reading decides); and ``contradicted``
     when the model's own answer overrules what the passages say (their first group, else the joint
@@ -152,7 +153,8 @@ def shape_of(
         shape = "agree" if not normalize_answer(standard) or same_answer(said, standard) else "conflict"
     else:
         said, shape = standard, "compared" if compared else "unanswered" if stated else "unsupported"
-    if not stated and shape in ("conflict", "scattered") and all(len(g.members) < 2 for g in groups):
+    lone = all(len(g.members) < 2 for g in groups) and not any(same_answer(g.answer, closed) for g in groups)
+    if lone and not stated and shape in ("conflict", "scattered"):
         said, shape = standard, "unsupported"  # lone answers read out of off-topic passages support nothing
     if shape == "conflict" and corroborated(groups, standard, closed):
         return "corroborated", "keep", None

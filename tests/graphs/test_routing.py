@@ -206,6 +206,8 @@ def test_no_passage_answering_or_stating_the_joint_answer_leaves_it_to_knowledge
         (groups(("Madrid", 1)), True, ("conflict", "vote", None)),  # a passage states Tartu: sources disagree
         (groups(("Madrid", 1), ("Lima", 1)), True, ("scattered", "keep", None)),
         (groups(("Madrid", 2), ("Lima", 1)), False, ("conflict", "vote", None)),  # an answer with two sources
+        # a lone source gives the model's own answer: the minority rule's witness
+        (groups(("Madrid", 1), ("Oslo", 1)), False, ("contradicted", "knowledge", "Oslo")),
     ],
 )
 def test_lone_answers_from_passages_that_never_state_the_joint_answer_leave_it_to_knowledge(found, stated, expected):
