@@ -1,7 +1,9 @@
 """Astute RAG end to end with the real bundled model on a bundled knowledge-conflict question.
 
 Small parameters to stay inside the test budget: k = 3 retrieved passages, t = 1 consolidation
-round (the loop count itself is covered by the fake-LLM tests), m̂ = 1.
+round (the loop count itself is covered by the fake-LLM tests), m̂ = 1. The routed default keeps standard
+RAG's answer on this question (two passages, the joint reading and the closed-book answer agree on 1889:
+``tests/graphs/test_routing_real.py``), so these tests force the vote route to run Astute's own path.
 """
 
 import pytest
@@ -15,7 +17,7 @@ EIFFEL = next(q for q in demo_questions() if q["id"] == "conflict-eiffel")
 
 
 def test_conflict_question_is_consolidated_and_answered(real_llm, demo_store):
-    graph = build_graph("astute", llm=real_llm, store=demo_store, k=3, iterations=1)
+    graph = build_graph("astute", llm=real_llm, store=demo_store, k=3, iterations=1, mechanism="vote")
     state = graph.invoke({"question": EIFFEL["question"]})
     labels = {"ext 1", "ext 2", "ext 3"} | {d.metadata["label"] for d in state["internal"]}
     assert state["groups"], state["trace"]
@@ -28,7 +30,9 @@ def test_conflict_question_is_consolidated_and_answered(real_llm, demo_store):
 
 
 def test_single_call_shortcut_produces_groups_and_an_answer(real_llm, demo_store):
-    graph = build_graph("astute", llm=real_llm, store=demo_store, k=3, iterations=1, combined=True, judge="generate")
+    graph = build_graph(
+        "astute", llm=real_llm, store=demo_store, k=3, iterations=1, combined=True, judge="generate", mechanism="vote"
+    )
     state = graph.invoke({"question": EIFFEL["question"]})
     last = state["trace"][-1]
     assert last["node"] == "answer_combined"

@@ -1,5 +1,6 @@
 """The routed default of every robust method end to end with the real bundled model on the demo collection:
-where nothing conflicts each keeps standard RAG's very answer; where sources disagree MoI and CIS run their own path."""
+where nothing conflicts each keeps standard RAG's very answer; where sources disagree against the joint reading
+MoI and CIS run their own path."""
 
 import pytest
 
@@ -13,10 +14,9 @@ BRIDGE = "Which river flows through the city where Ludwig van Beethoven was born
 CONFLICT = "In what year was the Eiffel Tower completed?"
 
 
-def run(method, llm, store, question):
-    return build_graph(method, llm=llm, store=store, **causalrag.METHODS[method].cpu_params).invoke(
-        {"question": question}
-    )
+def run(method, llm, store, question, **params):
+    params = {**causalrag.METHODS[method].cpu_params, **params}
+    return build_graph(method, llm=llm, store=store, **params).invoke({"question": question})
 
 
 @pytest.fixture(scope="module")
@@ -47,9 +47,15 @@ def test_nothing_in_conflict_keeps_standard_rags_very_answer(method, real_llm, d
 
 @pytest.mark.parametrize(("method", "own"), [("moi", "solve"), ("cis", "rerank_cis")])
 def test_disagreeing_sources_go_to_the_methods_own_path(method, own, real_llm, demo_store):
-    # measured: two passages say 1889, one says 1901 (the demo's planted conflict)
+    # measured: two passages say 1889, one says 1901 (the demo's planted conflict), and the joint reading and
+    # the closed-book answer side with the two: three readings agree, so the routed default keeps standard
+    # RAG's answer; the vote route (forced) runs the method's own path on the same evidence
     state = run(method, real_llm, demo_store, CONFLICT)
-    assert (state["assessment"]["shape"], state["assessment"]["route"]) == ("conflict", "vote")
+    assessment = state["assessment"]
+    assert (assessment["shape"], assessment["route"]) == ("corroborated", "keep")
+    assert "1889" in assessment["groups"][0]["answer"] and len(assessment["groups"]) >= 2
+    assert [e["node"] for e in state["trace"]] == ["retrieve", "answer", "assess"] and "1889" in state["answer"]
+    state = run(method, real_llm, demo_store, CONFLICT, mechanism="vote")
     nodes = [e["node"] for e in state["trace"]]
     assert nodes[:3] == ["retrieve", "answer", "assess"] and own in nodes and nodes[-1] == "answer_reranked"
     assert "1889" in state["answer"]
