@@ -1,6 +1,7 @@
 """The routed default of every robust method end to end with the real bundled model on the demo collection:
-where nothing conflicts each keeps standard RAG's very answer; where sources disagree against the joint reading
-MoI and CIS run their own path."""
+where nothing conflicts each keeps standard RAG's very answer; where sources dispute but the joint reading and
+the closed-book answer side with their plurality, MoI and CIS keep it too, and run their own path when the vote
+route is forced."""
 
 import pytest
 
