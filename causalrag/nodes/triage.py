@@ -35,7 +35,8 @@ answer a question keeps when nothing conflicts), then :func:`assess` looks at th
   only answer, or their joint reading) and it is sure of it, or the passages that agree on another
   answer read clearly better with the model's (``knowledge_fit``), or the majority's passages read
   clearly better with the runner-up's answer (two sides of at least two sources each), or it sides
-  with a minority of the sources (an independent witness for one side of a dispute), or no answer has
+  with a minority of the sources (an independent witness for one side of a dispute: an answer with two
+  sources, or a joint reading no passage states), or no answer has
   two sources and no passage states the joint reading's answer (the passages are off topic, and what a
   lone one answers alone is a misread: that
   answer is the model's knowledge distracted by unrelated text, and its closed-book answer is the
@@ -142,7 +143,12 @@ def shape_of(
     joint reading decides); and ``contradicted``
     when the model's own answer overrules what the passages say (their first group, else the joint
     reading): it is sure of it (mean per-token log-probability ≥ ``knowledge_confidence``), or it sides
-    with a minority of the sources and is at least ``minority_confidence`` sure. (:func:`assess` then
+    with a minority of the sources in a dispute and is at least ``minority_confidence`` sure. A dispute
+    needs an answer with two sources, or a joint reading that no passage states: where every source
+    gives its own answer and one passage states the joint reading's, the model's answer matching another
+    lone passage is no witness (a correlation trap's look-alikes), and the ``scattered`` shape's joint
+    reading stands. On the robustness suite's dev half the override there lost 3 answers for astute, all
+    correlation traps, and won 2 (docs/results.md, 2026-11-27). (:func:`assess` then
     asks a counterfactual contrast where the shape is ``agree`` or ``conflict``: :func:`rival_answer`.)
     """
     if len(groups) >= 2:
@@ -164,7 +170,10 @@ def shape_of(
         if sure >= ctx.knowledge_confidence:
             return "contradicted", "knowledge", closed
         minority = next((g.answer for g in groups[1:] if same_answer(g.answer, closed)), None)
-        if minority is not None and sure >= ctx.minority_confidence:
+        # a witness needs a dispute: one side with two sources, or a joint reading no passage states; among
+        # lone look-alikes (a correlation trap's) the one the model's answer matches is no witness
+        disputed = any(len(g.members) >= 2 for g in groups) or not stated
+        if minority is not None and disputed and sure >= ctx.minority_confidence:
             return "contradicted", "knowledge", minority
     return shape, "vote" if shape == "conflict" else "keep", None
 

@@ -206,8 +206,12 @@ def test_no_passage_answering_or_stating_the_joint_answer_leaves_it_to_knowledge
         (groups(("Madrid", 1)), True, ("conflict", "vote", None)),  # a passage states Tartu: sources disagree
         (groups(("Madrid", 1), ("Lima", 1)), True, ("scattered", "keep", None)),
         (groups(("Madrid", 2), ("Lima", 1)), False, ("conflict", "vote", None)),  # an answer with two sources
-        # a lone source gives the model's own answer: the minority rule's witness
+        # a lone source gives the model's own answer: the minority rule's witness, where the joint reading
+        # is stated nowhere; where a passage states it, lone look-alikes dispute nothing: it stands
         (groups(("Madrid", 1), ("Oslo", 1)), False, ("contradicted", "knowledge", "Oslo")),
+        (groups(("Madrid", 1), ("Oslo", 1)), True, ("scattered", "keep", None)),
+        (groups(("Madrid", 2), ("Oslo", 1)), True, ("contradicted", "knowledge", "Oslo")),  # a real minority
+        (groups(("Madrid", 2), ("Tartu", 2), ("Oslo", 1)), True, ("contradicted", "knowledge", "Oslo")),
     ],
 )
 def test_lone_answers_from_passages_that_never_state_the_joint_answer_leave_it_to_knowledge(found, stated, expected):
@@ -352,6 +356,17 @@ def test_a_lone_answer_among_off_topic_passages_leaves_the_answer_to_the_models_
     assert "Melbourne" in [g["answer"] for g in assessment["groups"]]
     assert all(len(g["sources"]) == 1 for g in assessment["groups"])
     assert nodes(state)[-1] == "trust_knowledge" and state["answer"] == "Canberra"
+
+
+@pytest.mark.parametrize("method", ROUTED)
+def test_the_models_answer_matching_one_of_several_lone_look_alikes_does_not_overrule_the_joint_reading(method):
+    """Each passage names another city (a correlation trap's look-alikes); one names the model's Melbourne, one
+    the joint reading's Sydney. No side has two sources: nothing is disputed, the joint reading stands."""
+    state = run(method, reader(standard="Sydney", closed="Melbourne"), store_of("Sydney", "Melbourne", "Canberra"))
+    assessment = state["assessment"]
+    assert (assessment["shape"], assessment["route"]) == ("scattered", "keep")
+    assert all(len(g["sources"]) == 1 for g in assessment["groups"]) and len(assessment["groups"]) == 3
+    assert nodes(state) == ["retrieve", "answer", "assess"] and state["answer"] == "Sydney"
 
 
 @pytest.mark.parametrize(
