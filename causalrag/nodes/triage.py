@@ -159,7 +159,8 @@ def shape_of(
         shape = "agree" if not normalize_answer(standard) or same_answer(said, standard) else "conflict"
     else:
         said, shape = standard, "compared" if compared else "unanswered" if stated else "unsupported"
-    lone = all(len(g.members) < 2 for g in groups) and not any(same_answer(g.answer, closed) for g in groups)
+    singletons = all(len(g.members) < 2 for g in groups)  # no answer has a second source
+    lone = singletons and not any(same_answer(g.answer, closed) for g in groups)
     if lone and not stated and shape in ("conflict", "scattered"):
         said, shape = standard, "unsupported"  # lone answers read out of off-topic passages support nothing
     if shape == "conflict" and corroborated(groups, standard, closed):
@@ -172,7 +173,7 @@ def shape_of(
         minority = next((g.answer for g in groups[1:] if same_answer(g.answer, closed)), None)
         # a witness needs a dispute: one side with two sources, or a joint reading no passage states; among
         # lone look-alikes (a correlation trap's) the one the model's answer matches is no witness
-        disputed = any(len(g.members) >= 2 for g in groups) or not stated
+        disputed = not singletons or not stated
         if minority is not None and disputed and sure >= ctx.minority_confidence:
             return "contradicted", "knowledge", minority
     return shape, "vote" if shape == "conflict" else "keep", None
