@@ -249,9 +249,9 @@ def test_probabilities_out_of_range(method, probability, hostile_store):
 
 # --------------------------------------------------------------------------- huge passages need the context budget
 @pytest.mark.parametrize("method", METHODS)
-def test_prompts_are_fitted_to_the_model_window(method, embeddings):
+def test_prompts_are_fitted_to_the_model_window(method, embeddings, caplog):
     """A model whose window is full raises, as llama.cpp does; every method fits its prompts first and
-    says in its trace what the budget left out."""
+    says in its trace, and in a logged warning, what the budget left out."""
     store = Store.in_memory(
         NORMAL_PASSAGES + [Passage(f"Long {i}", f"long passage {i} " * 400) for i in range(6)], embeddings=embeddings
     )
@@ -260,6 +260,9 @@ def test_prompts_are_fitted_to_the_model_window(method, embeddings):
     assert isinstance(state["answer"], str)
     if causalrag.METHODS[method].retrieves:
         assert any(e.get("budget_dropped") or e.get("budget_trimmed") for e in state["trace"]), state["trace"]
+        assert any("to fit the model's context window" in r.getMessage() for r in caplog.records)
+    else:
+        assert not any("context window" in r.getMessage() for r in caplog.records)
 
 
 # --------------------------------------------------------------------------- the CLI

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
@@ -36,6 +37,8 @@ from causalrag.tools.usage import metered
 if TYPE_CHECKING:  # annotations only: Chroma and BM25 load when a node first retrieves
     from causalrag.tools.backends.base import LLM
     from causalrag.tools.store import Mode, Store
+
+log = logging.getLogger(__name__)
 
 C = TypeVar("C", bound=RAGContext)
 """A method's context: shared nodes take any method's (LangGraph checks a node's context against its graph's)."""
@@ -185,6 +188,12 @@ def traced(node: N) -> N:
                 "budget_dropped": sum(f.dropped for f in fitted),
                 "budget_trimmed": sum(f.trimmed for f in fitted),
             }
+            # said once a node, not silently: the answer was read from less evidence than retrieved
+            log.warning(
+                "%s: %d passage(s) left out and %d cut short to fit the model's context window "
+                "(a shorter question or a longer-context model keeps them).",
+                entry["node"], entry["budget_dropped"], entry["budget_trimmed"],
+            )
         update = result.update if isinstance(result, Command) else result
         update = dict(update or {})
         for extra in update.pop("trace", []):
