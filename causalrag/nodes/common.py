@@ -189,10 +189,15 @@ def traced(node: N) -> N:
                 "budget_trimmed": sum(f.trimmed for f in fitted),
             }
             # said once a node, not silently: the answer was read from less evidence than retrieved
+            cuts = [
+                f"{n} passage(s) {what}"
+                for n, what in ((entry["budget_dropped"], "left out"), (entry["budget_trimmed"], "cut short"))
+                if n
+            ]
             log.warning(
-                "%s: %d passage(s) left out and %d cut short to fit the model's context window "
-                "(a shorter question or a longer-context model keeps them).",
-                entry["node"], entry["budget_dropped"], entry["budget_trimmed"],
+                "%s: %s to fit the model's context window (a shorter question or a longer-context model keeps them).",
+                entry["node"],
+                " and ".join(cuts),
             )
         update = result.update if isinstance(result, Command) else result
         update = dict(update or {})
