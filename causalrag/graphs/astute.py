@@ -21,14 +21,14 @@ from langgraph.runtime import Runtime
 from causalrag.graphs.registry import Method
 from causalrag.nodes.astute import answer_combined, build_pool, consolidate, elicit, propose, select
 from causalrag.nodes.common import answer, context, retrieve
-from causalrag.nodes.triage import assess, contrasted, route_by_shape, trust_knowledge
+from causalrag.nodes.triage import assess, contrasted, recall, route_by_shape, trust_knowledge
 from causalrag.state.astute import AstuteContext, AstuteOutput, AstuteState
 from causalrag.state.base import InputState
 
 
-def route_after_retrieve(state: AstuteState, runtime: Runtime[AstuteContext]) -> Literal["answer", "elicit"]:
+def route_after_retrieve(state: AstuteState, runtime: Runtime[AstuteContext]) -> Literal["recall", "elicit"]:
     """The paper's path goes straight to its own steps; every other path first reads the passages as standard RAG."""
-    return "elicit" if context(runtime).mechanism == "paper" else "answer"
+    return "elicit" if context(runtime).mechanism == "paper" else "recall"
 
 
 def route_after_assess(
@@ -63,6 +63,7 @@ def route_after_consolidate(
 def build() -> StateGraph[AstuteState, AstuteContext, InputState, AstuteOutput]:
     graph = StateGraph(AstuteState, context_schema=AstuteContext, input_schema=InputState, output_schema=AstuteOutput)
     graph.add_node("retrieve", retrieve)
+    graph.add_node("recall", recall)
     graph.add_node("answer", answer)
     graph.add_node("assess", assess)
     graph.add_node("elicit", elicit)
@@ -74,6 +75,7 @@ def build() -> StateGraph[AstuteState, AstuteContext, InputState, AstuteOutput]:
     graph.add_node("answer_combined", answer_combined)
     graph.add_edge(START, "retrieve")
     graph.add_conditional_edges("retrieve", route_after_retrieve)
+    graph.add_edge("recall", "answer")
     graph.add_edge("answer", "assess")
     graph.add_conditional_edges("assess", route_after_assess, ["elicit", "trust_knowledge", END])
     graph.add_conditional_edges("elicit", route_after_elicit)

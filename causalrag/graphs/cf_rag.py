@@ -27,16 +27,16 @@ from causalrag.nodes.cf_rag import (
     synthesize,
 )
 from causalrag.nodes.common import answer, context, retrieve
-from causalrag.nodes.triage import assess, route_by_shape, trust_knowledge
+from causalrag.nodes.triage import assess, recall, route_by_shape, trust_knowledge
 from causalrag.state.base import InputState
 from causalrag.state.cf_rag import CFRAGContext, CFRAGOutput, CFRAGState, Route
 
 
 def route_after_retrieve(
     state: CFRAGState, runtime: Runtime[CFRAGContext]
-) -> Literal["answer", "explore_counterfactuals"]:
+) -> Literal["recall", "explore_counterfactuals"]:
     """The paper's path goes straight to its own steps; every other path first reads the passages as standard RAG."""
-    return "explore_counterfactuals" if context(runtime).mechanism == "paper" else "answer"
+    return "explore_counterfactuals" if context(runtime).mechanism == "paper" else "recall"
 
 
 def send_hypotheses(state: CFRAGState) -> list[Send]:
@@ -66,6 +66,7 @@ def route_after_arbitrate(state: CFRAGState) -> Route:
 def build() -> StateGraph[CFRAGState, CFRAGContext, InputState, CFRAGOutput]:
     graph = StateGraph(CFRAGState, context_schema=CFRAGContext, input_schema=InputState, output_schema=CFRAGOutput)
     graph.add_node("retrieve", retrieve)
+    graph.add_node("recall", recall)
     graph.add_node("answer", answer)
     graph.add_node("assess", assess)
     graph.add_node("trust_knowledge", trust_knowledge)
@@ -78,6 +79,7 @@ def build() -> StateGraph[CFRAGState, CFRAGContext, InputState, CFRAGOutput]:
     graph.add_node("synthesize", synthesize)
     graph.add_edge(START, "retrieve")
     graph.add_conditional_edges("retrieve", route_after_retrieve)
+    graph.add_edge("recall", "answer")
     graph.add_edge("answer", "assess")
     graph.add_conditional_edges(
         "assess",

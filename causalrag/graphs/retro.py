@@ -19,14 +19,14 @@ from langgraph.runtime import Runtime
 from causalrag.graphs.registry import Method
 from causalrag.nodes.common import answer, context, retrieve
 from causalrag.nodes.retro import answer_from_evidence, check, collate, discover, requery
-from causalrag.nodes.triage import assess, route_by_shape, trust_knowledge
+from causalrag.nodes.triage import assess, recall, route_by_shape, trust_knowledge
 from causalrag.state.base import InputState
 from causalrag.state.retro import RetroContext, RetroOutput, RetroState
 
 
-def route_after_retrieve(state: RetroState, runtime: Runtime[RetroContext]) -> Literal["answer", "collate"]:
+def route_after_retrieve(state: RetroState, runtime: Runtime[RetroContext]) -> Literal["recall", "collate"]:
     """The paper's path goes straight to its loop; every other path first reads the passages as standard RAG."""
-    return "collate" if context(runtime).mechanism == "paper" else "answer"
+    return "collate" if context(runtime).mechanism == "paper" else "recall"
 
 
 def route_after_check(state: RetroState) -> Literal["requery", "__end__"]:
@@ -37,6 +37,7 @@ def route_after_check(state: RetroState) -> Literal["requery", "__end__"]:
 def build() -> StateGraph[RetroState, RetroContext, InputState, RetroOutput]:
     graph = StateGraph(RetroState, context_schema=RetroContext, input_schema=InputState, output_schema=RetroOutput)
     graph.add_node("retrieve", retrieve)
+    graph.add_node("recall", recall)
     graph.add_node("answer", answer)
     graph.add_node("assess", assess)
     graph.add_node("trust_knowledge", trust_knowledge)
@@ -47,6 +48,7 @@ def build() -> StateGraph[RetroState, RetroContext, InputState, RetroOutput]:
     graph.add_node("requery", requery)
     graph.add_edge(START, "retrieve")
     graph.add_conditional_edges("retrieve", route_after_retrieve)
+    graph.add_edge("recall", "answer")
     graph.add_edge("answer", "assess")
     graph.add_conditional_edges(
         "assess", route_by_shape, {"keep": END, "knowledge": "trust_knowledge", "vote": "collate", "paper": "collate"}

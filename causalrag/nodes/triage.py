@@ -210,8 +210,20 @@ def rival_answer(shape: str, route: Route, groups: Sequence[Group], closed: str)
 
 
 @traced
+def recall(state: TriageState, runtime: Runtime[R]) -> dict[str, Any]:
+    """The model's own answer, closed book, before any passage is read. It is computed exact (no_rag's very
+    answer), and an exact prompt drops every other cached sequence, so it comes before standard RAG's
+    reading: that reading's cells then stay cached, and the passages read alone in :func:`assess` reuse
+    their shared header (docs/performance.md, 2026-11-27)."""
+    ctx = context(runtime)
+    closed = closed_book_answer(llm_of(ctx), question_of(state), ctx.max_new_tokens)
+    return {"closed_book": closed, "trace": [{"closed_book": closed}]}
+
+
+@traced
 def assess(state: TriageState, runtime: Runtime[R]) -> dict[str, Any]:
-    """Read each passage alone, ask the model's own answer and how sure it is, and name the shape of the evidence."""
+    """Read each passage alone, weigh the model's own answer (:func:`recall`) by how sure it is, and name the
+    shape of the evidence."""
     ctx = context(runtime)
     if ctx.mechanism == "paper":
         return {"assessment": {"shape": "", "route": "paper"}, "trace": [{"route": "paper"}]}
@@ -219,7 +231,9 @@ def assess(state: TriageState, runtime: Runtime[R]) -> dict[str, Any]:
     docs = list(state.get("documents") or [])
     standard = str(state.get("answer") or "")
     compared = bool(question_options(question)) and not ctx.option_votes
-    closed = closed_book_answer(llm, question, ctx.max_new_tokens)  # first: an exact reading empties the cache
+    closed = state.get("closed_book")
+    if closed is None:  # a graph of the user's own that wires assess without recall
+        closed = closed_book_answer(llm, question, ctx.max_new_tokens)
     read = state.get("read") or {}
     groups = []
     if not compared:

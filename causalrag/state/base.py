@@ -172,6 +172,8 @@ class Assessment(TypedDict, total=False):
 class TriageState(RAGState):
     """State of a method that looks at the shape of its evidence before deciding (``causalrag.nodes.triage``)."""
 
+    closed_book: NotRequired[str]
+    """The model's answer with no passage (``triage.recall``), before standard RAG's reading."""
     assessment: Assessment
     read: dict[str, ReadingRecord]
     """Each passage's reading alone, by id: read once per run, reused by every later step."""

@@ -8,11 +8,13 @@ from "memory"; its confidence in that closed-book answer is set per test.
 import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
+from langgraph.graph import START, StateGraph
 
 from causalrag.graphs.registry import build_graph, get_method
+from causalrag.nodes.common import answer, retrieve
 from causalrag.nodes.evidence import Group
-from causalrag.nodes.triage import counterfactual_fit, rival_answer, shape_of
-from causalrag.state.base import RoutedContext
+from causalrag.nodes.triage import assess, counterfactual_fit, rival_answer, shape_of
+from causalrag.state.base import RoutedContext, TriageState
 from causalrag.tools.store import Passage, Store
 from tests.fakes import FakeLLM
 
@@ -237,7 +239,7 @@ def test_nothing_in_conflict_keeps_standard_rags_answer(method):
     state = run(method, llm, store)
     standard = build_graph("standard_rag", llm=llm, store=store, k=5).invoke({"question": QUESTION})
     assert state["answer"] == standard["answer"] == "Canberra"
-    assert nodes(state) == ["retrieve", "answer", "assess"]
+    assert nodes(state) == ["retrieve", "recall", "answer", "assess"]
     assert llm.exact_streams[:2] == [True, True]  # the joint reading and the closed-book answer: no_rag's very one
     assert state["assessment"]["shape"] == "agree" and state["assessment"]["route"] == "keep"
 
@@ -269,7 +271,7 @@ def test_a_joint_answer_the_model_also_gives_stands_against_sources_that_all_mis
     state = run(method, reader(standard="Canberra", closed="Canberra", sure=-2.0), store)
     assessment = state["assessment"]
     assert (assessment["shape"], assessment["route"]) == ("corroborated", "keep")
-    assert nodes(state) == ["retrieve", "answer", "assess"] and state["answer"] == "Canberra"
+    assert nodes(state) == ["retrieve", "recall", "answer", "assess"] and state["answer"] == "Canberra"
 
 
 @pytest.mark.parametrize("method", ROUTED)
@@ -281,7 +283,7 @@ def test_a_plurality_that_the_joint_reading_and_the_model_both_give_is_not_put_t
     assessment = state["assessment"]
     assert (assessment["shape"], assessment["route"]) == ("corroborated", "keep")
     assert [g["answer"] for g in assessment["groups"]] == ["Canberra", "Sydney"]
-    assert nodes(state) == ["retrieve", "answer", "assess"] and state["answer"] == "Canberra"
+    assert nodes(state) == ["retrieve", "recall", "answer", "assess"] and state["answer"] == "Canberra"
 
 
 @pytest.mark.parametrize("method", ROUTED)
@@ -296,6 +298,22 @@ def test_a_sure_model_overrules_passages_that_agree_on_something_else(method):
     )
     assert nodes(state)[-1] == "trust_knowledge" and MECHANISM[method] not in nodes(state)
     assert state["answer"] == "Canberra"
+
+
+def test_assess_in_a_graph_without_recall_asks_the_closed_book_answer_itself():
+    """A graph of one's own may wire assess straight after standard RAG's reading: the model's answer is
+    then asked there, and still overrules passages it is sure are wrong."""
+    graph = StateGraph(TriageState, context_schema=RoutedContext)
+    for node in (retrieve, answer, assess):
+        graph.add_node(node.__name__, node)
+    graph.add_edge(START, "retrieve")
+    graph.add_edge("retrieve", "answer")
+    graph.add_edge("answer", "assess")
+    llm = reader(standard="Sydney", closed="Canberra", sure=-0.2)
+    context = RoutedContext(llm=llm, store=store_of("Sydney", "Sydney", "Sydney"), k=5)
+    state = graph.compile().invoke({"question": QUESTION}, context=context)
+    assert "closed_book" not in state
+    assert (state["assessment"]["closed_book"], state["assessment"]["route"]) == ("Canberra", "knowledge")
 
 
 @pytest.mark.parametrize("method", ROUTED)
@@ -366,7 +384,7 @@ def test_the_models_answer_matching_one_of_several_lone_look_alikes_does_not_ove
     assessment = state["assessment"]
     assert (assessment["shape"], assessment["route"]) == ("scattered", "keep")
     assert all(len(g["sources"]) == 1 for g in assessment["groups"]) and len(assessment["groups"]) == 3
-    assert nodes(state) == ["retrieve", "answer", "assess"] and state["answer"] == "Sydney"
+    assert nodes(state) == ["retrieve", "recall", "answer", "assess"] and state["answer"] == "Sydney"
 
 
 @pytest.mark.parametrize(
@@ -401,7 +419,7 @@ def test_an_either_or_question_is_not_read_passage_by_passage(method):
     state = run(method, llm, store, question=EITHER_OR)
     assessment = state["assessment"]
     assert (assessment["shape"], assessment["route"], assessment["groups"]) == ("compared", "keep", [])
-    assert state["answer"] == "Canberra" and nodes(state) == ["retrieve", "answer", "assess"]
+    assert state["answer"] == "Canberra" and nodes(state) == ["retrieve", "recall", "answer", "assess"]
     assert not any(len(passage_block(p)) == 1 for p in llm.prompts)  # no passage was read alone
     voted = run(method, reader(standard="Canberra", closed="Sydney"), store, question=EITHER_OR, option_votes=True)
     assert voted["assessment"]["shape"] == "conflict"

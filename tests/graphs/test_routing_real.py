@@ -42,7 +42,7 @@ def test_nothing_in_conflict_keeps_standard_rags_very_answer(method, real_llm, d
     state = run(method, real_llm, demo_store, BRIDGE)
     assert state["assessment"]["route"] == "keep", state["assessment"]
     assert state["assessment"]["closed_book"] == closed_book["answer"]
-    assert [e["node"] for e in state["trace"]] == ["retrieve", "answer", "assess"]
+    assert [e["node"] for e in state["trace"]] == ["retrieve", "recall", "answer", "assess"]
     assert state["answer"] == standard["answer"] and "Rhine" in state["answer"]
 
 
@@ -55,8 +55,9 @@ def test_disagreeing_sources_go_to_the_methods_own_path(method, own, real_llm, d
     assessment = state["assessment"]
     assert (assessment["shape"], assessment["route"]) == ("corroborated", "keep")
     assert "1889" in assessment["groups"][0]["answer"] and len(assessment["groups"]) >= 2
-    assert [e["node"] for e in state["trace"]] == ["retrieve", "answer", "assess"] and "1889" in state["answer"]
+    assert [e["node"] for e in state["trace"]] == ["retrieve", "recall", "answer", "assess"]
+    assert "1889" in state["answer"]
     state = run(method, real_llm, demo_store, CONFLICT, mechanism="vote")
     nodes = [e["node"] for e in state["trace"]]
-    assert nodes[:3] == ["retrieve", "answer", "assess"] and own in nodes and nodes[-1] == "answer_reranked"
+    assert nodes[:3] == ["retrieve", "recall", "answer", "assess"] and own in nodes and nodes[-1] == "answer_reranked"
     assert "1889" in state["answer"]
