@@ -59,5 +59,5 @@ def test_disagreeing_sources_go_to_the_methods_own_path(method, own, real_llm, d
     assert "1889" in state["answer"]
     state = run(method, real_llm, demo_store, CONFLICT, mechanism="vote")
     nodes = [e["node"] for e in state["trace"]]
-    assert nodes[:3] == ["retrieve", "recall", "answer", "assess"] and own in nodes and nodes[-1] == "answer_reranked"
+    assert nodes[:4] == ["retrieve", "recall", "answer", "assess"] and own in nodes and nodes[-1] == "answer_reranked"
     assert "1889" in state["answer"]
