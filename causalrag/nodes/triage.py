@@ -211,13 +211,18 @@ def rival_answer(shape: str, route: Route, groups: Sequence[Group], closed: str)
 
 @traced
 def recall(state: TriageState, runtime: Runtime[R]) -> dict[str, Any]:
-    """The model's own answer, closed book, before any passage is read. It is computed exact (no_rag's very
-    answer), and an exact prompt drops every other cached sequence, so it comes before standard RAG's
-    reading: that reading's cells then stay cached, and the passages read alone in :func:`assess` reuse
-    their shared header (docs/performance.md, 2026-11-27)."""
+    """The model's own answer, closed book, before any passage is read, and how sure it is of it. It is
+    computed exact (no_rag's very answer), and an exact prompt drops every other cached sequence, so it
+    comes before standard RAG's reading: that reading's cells then stay cached, and the passages read
+    alone in :func:`assess` reuse their shared header. Its confidence is scored right after, while the
+    closed-book prompt is still cached, so it is computed once and depends on the question alone
+    (docs/performance.md, 2026-11-27)."""
     ctx = context(runtime)
-    closed = closed_book_answer(llm_of(ctx), question_of(state), ctx.max_new_tokens)
-    return {"closed_book": closed, "trace": [{"closed_book": closed}]}
+    llm, question = llm_of(ctx), question_of(state)
+    closed = closed_book_answer(llm, question, ctx.max_new_tokens)
+    sure = confidence(llm, question, closed)  # scored while the closed-book prompt is still cached
+    trace = {"closed_book": closed, "confidence": round(sure, 4)}
+    return {"closed_book": closed, "closed_book_confidence": sure, "trace": [trace]}
 
 
 @traced
@@ -239,7 +244,9 @@ def assess(state: TriageState, runtime: Runtime[R]) -> dict[str, Any]:
     if not compared:
         readings, read = read_cached(llm, question, docs, read)
         groups = group_readings(readings, [d.id or str(i) for i, d in enumerate(docs)])
-    sure = confidence(llm, question, closed)
+    sure = state.get("closed_book_confidence")
+    if sure is None or state.get("closed_book") is None:
+        sure = confidence(llm, question, closed)
     stated = any(states(passage_text(d), standard, question) for d in docs)
     shape, route, believed = shape_of(groups, standard, closed, sure, ctx, stated=stated, compared=compared)
     rival = rival_answer(shape, route, groups, closed) if ctx.mechanism == "auto" else None

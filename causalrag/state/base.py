@@ -174,6 +174,8 @@ class TriageState(RAGState):
 
     closed_book: NotRequired[str]
     """The model's answer with no passage (``triage.recall``), before standard RAG's reading."""
+    closed_book_confidence: NotRequired[float]
+    """How sure the model is of ``closed_book`` (``triage.confidence``), scored in ``recall``."""
     assessment: Assessment
     read: dict[str, ReadingRecord]
     """Each passage's reading alone, by id: read once per run, reused by every later step."""
