@@ -14,6 +14,7 @@ from causalrag.graphs.registry import build_graph, get_method
 from causalrag.nodes.common import answer, retrieve
 from causalrag.nodes.evidence import Group
 from causalrag.nodes.triage import assess, counterfactual_fit, rival_answer, shape_of
+from causalrag.prompts.common import answer_prompt
 from causalrag.state.base import RoutedContext, TriageState
 from causalrag.tools.store import Passage, Store
 from tests.fakes import FakeLLM
@@ -298,6 +299,18 @@ def test_a_sure_model_overrules_passages_that_agree_on_something_else(method):
     )
     assert nodes(state)[-1] == "trust_knowledge" and MECHANISM[method] not in nodes(state)
     assert state["answer"] == "Canberra"
+
+
+@pytest.mark.parametrize("method", ROUTED)
+def test_the_models_confidence_is_scored_once_in_recall(method):
+    """recall scores how sure the model is of its closed-book answer while that prompt is cached; assess
+    reads it from the state instead of scoring the closed-book prompt again."""
+    llm = reader(standard="Sydney", closed="Canberra", sure=-0.2)
+    state = run(method, llm, store_of("Sydney", "Sydney", "Sydney"))
+    closed_book = answer_prompt(QUESTION, [])
+    assert [options for prompt, options in llm.choices if prompt == closed_book] == [("Canberra",)]
+    assert state["assessment"]["confidence"] == pytest.approx(-0.2)
+    assert next(e for e in state["trace"] if e["node"] == "recall")["confidence"] == pytest.approx(-0.2)
 
 
 def test_assess_in_a_graph_without_recall_asks_the_closed_book_answer_itself():
