@@ -176,6 +176,19 @@ def name_only(answer: str) -> str:
     return " ".join(words[:end]).rstrip(" ,;:") if end < len(words) else answer
 
 
+def mention_pattern(answer: str) -> re.Pattern[str]:
+    """Where running text mentions ``answer`` (whole words, any case). A name's mention takes the name's
+    leading words with it where they stand mid-sentence: ``"Steinbeck"`` matches ``"John Steinbeck"`` in
+    "a novella by John Steinbeck", so that swapping the answer for another leaves no "John Ernest
+    Hemingway". A capitalized word at a sentence's start is left alone ("Windy Wellington": it may be an
+    adjective), and a title mid-sentence goes with the name ("Emperor" in "the French Emperor Napoleon")."""
+    core = rf"(?<![\w-])(?i:{re.escape(answer.strip())})(?!\w)"
+    if answer_kind(answer) != "name":
+        return re.compile(core)
+    word = rf"(?:[A-Z][\w'’-]*|[A-Z]\.|{'|'.join(sorted(NAME_PARTICLES))})"
+    return re.compile(rf"(?:(?<=[a-z,] )(?:{word} )+)?{core}")
+
+
 def answer_kind(answer: str) -> str:
     """What sort of answer this is: ``number`` (it holds a digit), ``name`` (a capitalized word), else
     ``phrase`` (``"the architect"``, ``"carbon dioxide"``)."""
@@ -207,7 +220,9 @@ _YES_NO_QUESTION = re.compile(
 )
 _EITHER_OR = re.compile(r"[,:]\s*([^,:?]+?)\s+or\s+([^,:?]+?)\s*\?\s*$")
 _SPAN_WORD = re.compile(r"\d[\d,]*\d|\d|[^\W\d_][\w'’\-&]*\.?|[,;:()\"“”]")
-_SPAN_JOINERS = frozenset({"of", "the", "de", "&", "for", "von", "van", "la", "le", "du", "del", "da", "di", "upon"})
+NAME_PARTICLES = frozenset({"de", "von", "van", "la", "le", "du", "del", "da", "di"})
+"""Lowercase words inside a name ("Ludwig van Beethoven")."""
+_SPAN_JOINERS = frozenset({"of", "the", "&", "for", "upon"}) | NAME_PARTICLES
 _LEADING_FUNCTION_WORDS = frozenset(
     "are is was were did does do who what which when where why how in on at a an has have had can could will "
     "would".split()

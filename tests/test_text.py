@@ -4,6 +4,7 @@ from causalrag.text import (
     answer_kind,
     between,
     clean_answer,
+    mention_pattern,
     parse_float,
     parse_json_object,
     parse_yes_no,
@@ -83,3 +84,20 @@ def test_states_checks_the_words_an_answer_adds_to_the_question(text, answer, qu
 )
 def test_answer_kind_tells_names_numbers_and_phrases_apart(answer, kind):
     assert answer_kind(answer) == kind
+
+
+@pytest.mark.parametrize(
+    ("text", "answer", "swapped"),
+    [
+        ("a 1952 novella by John Steinbeck about", "Steinbeck", "a 1952 novella by X about"),  # the first name goes too
+        ("an opera by Ludwig van Beethoven, first", "Beethoven", "an opera by X, first"),
+        ("written by J. J. Thomson in", "Thomson", "written by X in"),
+        ("in the capital, Wellington. Its", "wellington", "in the capital, X. Its"),
+        ("Windy Wellington, the capital", "Wellington", "Windy X, the capital"),  # a sentence's first word stays
+        ("Steinbeck's novel and a Steinbeckian mood", "Steinbeck", "X's novel and a Steinbeckian mood"),
+        ("in July 1914 the war", "1914", "in July X the war"),  # only a name takes leading words
+        ("the carbon cycle", "carbon", "the X cycle"),
+    ],
+)
+def test_mention_pattern_takes_a_names_leading_words_mid_sentence(text, answer, swapped):
+    assert mention_pattern(answer).sub("X", text) == swapped

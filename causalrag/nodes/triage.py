@@ -49,7 +49,6 @@ answer a question keeps when nothing conflicts), then :func:`assess` looks at th
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
@@ -60,7 +59,16 @@ from causalrag.nodes.common import context, emit, llm_of, question_of, traced
 from causalrag.nodes.evidence import Group, group_readings, passage_text, read_cached
 from causalrag.prompts.common import ANSWER_STOP, answer_prompt
 from causalrag.state.base import Assessment, Route, RoutedContext, TriageState
-from causalrag.text import answer_kind, clean_answer, mentions, normalize_answer, question_options, same_answer, states
+from causalrag.text import (
+    answer_kind,
+    clean_answer,
+    mention_pattern,
+    mentions,
+    normalize_answer,
+    question_options,
+    same_answer,
+    states,
+)
 from causalrag.tools.backends.base import LLM
 
 R = TypeVar("R", bound=RoutedContext)
@@ -107,7 +115,7 @@ def counterfactual_fit(llm: LLM, docs: Sequence[Document], said: str, other: str
     a number: a description such as "the architect" in place of a name reads well in any passage), or
     when no passage states ``said`` word for word.
     """
-    found = re.compile(rf"(?<!\w){re.escape(said.strip())}(?!\w)", re.IGNORECASE)
+    found = mention_pattern(said)  # a first name before a surname read alone is swapped with it
     texts = [t for t in map(passage_text, docs) if found.search(t)]
     if not (texts and normalize_answer(said) and normalize_answer(other)) or answer_kind(said) != answer_kind(other):
         return float("-inf")

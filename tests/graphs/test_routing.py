@@ -187,6 +187,19 @@ def test_counterfactual_fit_swaps_the_stated_answer_word_for_word():
     assert counterfactual_fit(llm, docs, "Sydney", "the capital") == float("-inf")  # a description for a name
 
 
+def test_counterfactual_fit_swaps_a_whole_name_for_a_surname_read_alone():
+    """A passage read alone may give a surname ("Steinbeck") where the passage names "John Steinbeck": the
+    counterfactual passage names "Ernest Hemingway", not "John Ernest Hemingway", which reads badly
+    whichever answer is right."""
+    llm = FakeLLM()
+    docs = [Document("The Old Man and the Sea is a 1952 novella by John Steinbeck.", metadata={"title": "Novella"})]
+    counterfactual_fit(llm, docs, "Steinbeck", "Ernest Hemingway")
+    assert [c for _, c in llm.scored] == [
+        "Novella. The Old Man and the Sea is a 1952 novella by John Steinbeck.",
+        "Novella. The Old Man and the Sea is a 1952 novella by Ernest Hemingway.",
+    ]
+
+
 @pytest.mark.parametrize(
     ("closed", "sure", "expected"),
     [
