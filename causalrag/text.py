@@ -182,7 +182,7 @@ def mention_pattern(answer: str) -> re.Pattern[str]:
     "a novella by John Steinbeck", so that swapping the answer for another leaves no "John Ernest
     Hemingway". A capitalized word at a sentence's start is left alone ("Windy Wellington": it may be an
     adjective), and a title mid-sentence goes with the name ("Emperor" in "the French Emperor Napoleon")."""
-    core = rf"(?<![\w-])(?i:{re.escape(answer.strip())})(?!\w)"
+    core = rf"(?<!\w)(?i:{re.escape(answer.strip())})(?!\w)"
     if answer_kind(answer) != "name":
         return re.compile(core)
     word = rf"(?:[A-Z][\w'’-]*|[A-Z]\.|{'|'.join(sorted(NAME_PARTICLES))})"
