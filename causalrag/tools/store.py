@@ -111,16 +111,38 @@ def split_words(text: str, words: int = 100) -> list[str]:
 
 def decode_text(data: bytes) -> str:
     """Text in any common encoding: UTF-8 (a BOM dropped) first, else the encoding charset-normalizer
-    detects (latin-1, cp1252, UTF-16 with a BOM, ...), else UTF-8 with replacement characters."""
+    detects (cp1250, cp1251, UTF-16 with a BOM, ...), else UTF-8 with replacement characters.
+
+    Western European text (latin-1 / cp1252) wins a tie: on a short text charset-normalizer finds several
+    encodings equally clean and took the first by name, cp1250, which reads "crème" as "crčme" and
+    "£5" as "Ł5" (or a CJK one: "Für" as "F僡"). cp1252 (what browsers read latin-1 as) is taken when its
+    text is no messier than the detected one's and the detector found the language no less coherent in
+    it. Short Czech or Hungarian text in cp1250 is then read as cp1252 ("Dvořák" as "Dvoøák"): the bytes
+    alone cannot tell them apart, and the bundled model reads English."""
     if data.startswith(codecs.BOM_UTF8):
         return data[len(codecs.BOM_UTF8) :].decode("utf-8", "replace")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         from charset_normalizer import from_bytes
+        from charset_normalizer.md import mess_ratio
 
-        best = from_bytes(data).best()
-        return str(best) if best is not None else data.decode("utf-8", "replace")
+        found = from_bytes(data)
+        best = found.best()
+        try:
+            western = data.decode("cp1252")
+        except UnicodeDecodeError:  # a byte cp1252 leaves undefined (0x81, 0x8D, 0x8F, 0x90, 0x9D)
+            western = None
+        if best is None:
+            return western if western is not None else data.decode("utf-8", "replace")
+        same = next((m for m in found if m.encoding == "cp1252"), None)
+        if (
+            western is not None
+            and mess_ratio(western, 1.0) <= best.chaos
+            and (same is None or same.coherence >= best.coherence)
+        ):
+            return western
+        return str(best)
 
 
 def is_binary(text: str) -> bool:

@@ -51,8 +51,22 @@ def test_read_passages_reads_every_text_file_and_names_what_it_skips(corpus):
         ),
         ("Zebras live in Kenya and Tanzania.".encode("utf-16"), "Zebras live in Kenya and Tanzania."),
         ("\ufeffA BOM then text.".encode("utf-8"), "A BOM then text."),
+        *[
+            (text.encode(code), text)
+            for text, code in [
+                # short Western European texts, which the detector alone read as cp1250 or a CJK encoding
+                ("Moli\xe8re wrote a cr\xe8me recipe.", "latin-1"),
+                ("Beethoven composed F\xfcr Elise.", "latin-1"),
+                ("El ni\xf1o comi\xf3 pi\xf1a.", "cp1252"),
+                ("It costs \xa35 at the caf\xe9.", "cp1252"),
+                # and other code pages still read as themselves
+                ("Łódź leży w Polsce.", "cp1250"),
+                ("Привет, как дела? Это тест.", "cp1251"),
+            ]
+        ],
     ],
-    ids=["latin-1", "cp1252", "utf-16", "utf-8-bom"],
+    ids=["latin-1", "cp1252", "utf-16", "utf-8-bom", "short-latin-1", "latin-1-umlaut", "short-cp1252", "pound",
+         "cp1250", "cp1251"],
 )
 def test_files_in_other_encodings_are_decoded(tmp_path, data, text):
     (tmp_path / "doc.txt").write_bytes(data)
