@@ -197,7 +197,9 @@ class RoutedContext(RAGContext):
     """How sure (mean per-token log-probability of its closed-book answer; −0.5 ≈ 0.61 per token) the
     model must be before its own answer overrules what the passages say. Measured on the robustness
     suite's dev half (docs/results.md): above it the bundled model's closed-book answers were right
-    nearly always; below it, overruling the passages cost more than it won."""
+    nearly always; below it, overruling the passages cost more than it won. That holds for famous facts:
+    on correlation traps its sure answers were right about half the time, on multi-hop questions one
+    time in seven (docs/methods.md); raise it for such questions."""
     minority_confidence: float = -5.0
     """How sure the model must be of its own answer to side with a minority of the sources against the
     majority. The default takes any closed-book answer (the bundled model's all scored above −3.1 on the
@@ -210,7 +212,9 @@ class RoutedContext(RAGContext):
     own answer where every passage agrees, the runner-up's where two sides of at least two sources
     dispute (:func:`causalrag.nodes.triage.rival_answer`). On the robustness suite's dev half a true
     passage never read better with a wrong rival by more than 1.7, and swapped passages read better
-    with the right one by up to 12 (docs/results.md, 2026-11-26). A large value (1000) turns it off."""
+    with the right one by up to 12 (docs/results.md, 2026-11-26). Off the suite, where the true answer
+    is a rare or invented name, passages read better with a familiar wrong one by up to 14 (docs/results.md,
+    2026-11-27, night). A large value (1000) turns it off."""
     option_votes: bool = False
     """Whether a passage read alone votes on a question that names its own options (yes/no; "…, A or
     B?"). Off, such a question is read jointly (shape ``compared``): a passage read alone can only pick
