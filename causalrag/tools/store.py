@@ -129,12 +129,12 @@ def decode_text(data: bytes) -> str:
 
         found = from_bytes(data)
         best = found.best()
+        if best is None:  # no text encoding fits (a binary file): the replacement characters mark it binary
+            return data.decode("utf-8", "replace")
         try:
             western = data.decode("cp1252")
         except UnicodeDecodeError:  # a byte cp1252 leaves undefined (0x81, 0x8D, 0x8F, 0x90, 0x9D)
             western = None
-        if best is None:
-            return western if western is not None else data.decode("utf-8", "replace")
         same = next((m for m in found if m.encoding == "cp1252"), None)
         if (
             western is not None
