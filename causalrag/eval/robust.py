@@ -2,10 +2,12 @@
 
 Sources, handwritten and human-editable, in ``causalrag/data/robust/`` (format: ``causalrag/data/README.md``):
 
-* ``cards.jsonl`` — fact cards: a real question, its answers, one planted wrong answer (with aliases),
-  3 ``correct`` and 3 ``swapped`` passages. Every card gives one item in each of six conditions:
+* ``cards.jsonl`` — fact cards: a question, its answers, one planted wrong answer (with aliases),
+  3 ``correct`` and 3 ``swapped`` passages. Every card of a real fact gives one item in each of six conditions:
   ``clean_single``, ``conflict_majority_right``, ``conflict_majority_wrong``, ``all_wrong``,
-  ``planted_instruction`` (an instruction passage built from :data:`INSTRUCTIONS`) and ``no_relevant``.
+  ``planted_instruction`` (an instruction passage built from :data:`INSTRUCTIONS`) and ``no_relevant``; a
+  ``fictional`` card (an invented fact no model can know) gives only the :data:`ANSWERABLE` ones, and its
+  passages are nobody's noise.
 * ``traps.jsonl`` — ``correlation_trap`` items: passages about a closely related entity answer a different question.
 * ``multihop.jsonl`` — ``clean_multi`` items: handwritten bridge/comparison questions, and references to
   bundled HotpotQA questions (2 gold paragraphs + 3 of their own distractors, trimmed to whole sentences).
@@ -53,6 +55,9 @@ ROLE_COUNTS: dict[str, list[dict[str, int]]] = {
     "no_relevant": [{"noise": POOL}],
 }
 """The passage roles each condition's pool holds (one of the listed mixes)."""
+ANSWERABLE = ("clean_single", "conflict_majority_right", "planted_instruction")
+"""The conditions of a fictional card: those whose passages hold the answer. Nobody knows an invented fact,
+so where the passages do not (majority wrong, every passage wrong, none relevant) its gold answer is a guess."""
 PLANTED = ("swapped", "distractor", "instruction")
 """Roles that state a planted wrong answer."""
 MIN_ITEMS, WORDS, CARD_WORDS = 50, (12, 70), (20, 45)
@@ -145,7 +150,9 @@ def states(passage: dict, answers: Iterable[str]) -> bool:
 def build(root: Path = ROBUST, hotpotqa: Path = HOTPOTQA) -> list[dict]:
     """Every item of the suite, in a fixed order: a pure function of the source files and :data:`SEED`."""
     cards = read_items(root / "cards.jsonl")
-    donors = [(c["id"], c["topic"], p) for c in cards for p in c["passages"] if p["role"] == "correct"]
+    # fictional cards come last and lend no noise: the real cards' items stay as they were built without them
+    donors = [(c["id"], c["topic"], p) for c in cards for p in c["passages"]
+              if p["role"] == "correct" and c["fame"] != "fictional"]
     items = [item for i, card in enumerate(cards) for item in card_items(card, i, donors)]
     items += [trap_item(t) for t in read_items(root / "traps.jsonl")]
     hotpot = {row["_id"]: row for row in json.loads(Path(hotpotqa).read_text(encoding="utf-8"))}
@@ -181,7 +188,8 @@ def _noise(n: int, source: dict, avoid: list[str], taken: list[dict], donors: li
 
 
 def card_items(card: dict, index: int, donors: list) -> list[dict]:
-    """The card's six items: clean_single, the two conflicts, all_wrong, planted_instruction, no_relevant."""
+    """The card's six items: clean_single, the two conflicts, all_wrong, planted_instruction, no_relevant
+    (a fictional card's: the :data:`ANSWERABLE` three)."""
     correct = [p for p in card["passages"] if p["role"] == "correct"]
     swapped = [p for p in card["passages"] if p["role"] == "swapped"]
     wrong = list(card["wrong_answers"])
@@ -189,6 +197,8 @@ def card_items(card: dict, index: int, donors: list) -> list[dict]:
     items = []
 
     def add(condition: str, chosen: list[dict], planted: list[str], noise: int) -> None:
+        if card["fame"] == "fictional" and condition not in ANSWERABLE:
+            return
         rng = random.Random(f"{SEED}:{card['id']}:{condition}")
         chosen = [dict(p) for p in chosen]
         chosen += _noise(noise, card, avoid, chosen, donors, rng)
@@ -318,8 +328,12 @@ def passage_problems(p: dict, answers: list[str], wrong: list[str]) -> list[str]
 
 
 def card_problems(cards: list[dict]) -> list[str]:
-    """Source-level rules of the fact cards: 3 correct + 3 swapped passages of 20-45 words, titles distinct."""
+    """Source-level rules of the fact cards: 3 correct + 3 swapped passages of 20-45 words, titles distinct,
+    fictional cards last."""
     problems = []
+    fiction = [i for i, c in enumerate(cards) if c.get("fame") == "fictional"]
+    if fiction and fiction != list(range(fiction[0], len(cards))):  # a card's index picks its mixes
+        problems.append("fictional cards must come after every real one")
     for card in cards:
         roles = Counter(p["role"] for p in card["passages"])
         if roles != Counter(correct=3, swapped=3):

@@ -4,6 +4,7 @@ validator catching each kind of bad item."""
 from __future__ import annotations
 
 import copy
+import json
 from collections import Counter
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from causalrag.errors import CausalRAGError
 from causalrag.eval.conditions import load_examples, parse_spec
 from causalrag.eval.robust import (
+    ANSWERABLE,
     CONDITIONS,
     INSTRUCTIONS,
     ROBUST,
@@ -201,3 +203,17 @@ def test_states_is_the_projects_mentions_rule():
         for p in it["passages"]:
             for answer in [*it["answers"], *it["wrong_answers"], "Kepler", "the"]:
                 assert states(p, [answer]) == mentions(answer, f"{p['title']}. {p['text']}")
+
+
+def test_a_fictional_card_gives_its_answerable_items_and_leaves_the_others_as_they_were(tmp_path):
+    for name in ("traps.jsonl", "multihop.jsonl"):
+        (tmp_path / name).write_text((ROBUST / name).read_text(encoding="utf-8"), encoding="utf-8")
+    real = [c for c in read_items(ROBUST / "cards.jsonl") if c["fame"] != "fictional"]
+    card = {**copy.deepcopy(real[0]), "id": "x900", "fame": "fictional", "question": "Who founded Qwelmor?"}
+    (tmp_path / "cards.jsonl").write_text("".join(json.dumps(c) + "\n" for c in [*real, card]), encoding="utf-8")
+    items = build(tmp_path)
+    assert sorted(it["condition"] for it in items if it["card"] == "x900") == sorted(ANSWERABLE)
+    # it lends no noise, so every real card's items are built as without it
+    fictional = {c["id"] for c in read_items(ROBUST / "cards.jsonl") if c["fame"] == "fictional"}
+    assert [it for it in items if it["card"] != "x900"] == [it for it in ITEMS if it["card"] not in fictional]
+    assert card_problems([card, *real[:1]]) == ["fictional cards must come after every real one"]
