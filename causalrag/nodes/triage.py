@@ -34,7 +34,8 @@ answer a question keeps when nothing conflicts), then :func:`assess` looks at th
 * ``knowledge`` — the model's own answer contradicts what the passages say (their majority, their
   only answer, or their joint reading) and it is sure of it, or the passages that agree on another
   answer read clearly better with the model's (``knowledge_fit``), or the majority's passages read
-  clearly better with the runner-up's answer (two sides of at least two sources each), or it sides
+  clearly better with the runner-up's answer (two sides of at least two sources each), in both unless
+  that answer's words alone are far likelier than theirs (``knowledge_familiarity``), or it sides
   with a minority of the sources (an independent witness for one side of a dispute: an answer with two
   sources, or a joint reading no passage states), or no answer has
   two sources and no passage states the joint reading's answer (the passages are off topic, and what a
@@ -50,7 +51,7 @@ answer a question keeps when nothing conflicts), then :func:`assess` looks at th
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from langchain_core.documents import Document
 from langgraph.runtime import Runtime
@@ -97,9 +98,20 @@ FIT_PREFIX = "Passage: "
 """What the passages are scored after in :func:`counterfactual_fit` (the same for both readings)."""
 
 
-def counterfactual_fit(llm: LLM, docs: Sequence[Document], said: str, other: str) -> float:
+class Contrast(NamedTuple):
+    """A counterfactual contrast (:func:`counterfactual_fit`)."""
+
+    fit: float
+    """How much better the passages read with the rival in place of their answer (nats; −inf: not asked)."""
+    familiarity: float
+    """How much likelier the rival's words are than the answer's with no passage around them (nats)."""
+
+
+def counterfactual_fit(llm: LLM, docs: Sequence[Document], said: str, other: str) -> Contrast:
     """How much better the passages that state ``said`` read with ``other`` in its place: the mean over
-    them of log P(passage with ``other``) − log P(passage as written), summed over the passage's tokens.
+    them of log P(passage with ``other``) − log P(passage as written), summed over the passage's tokens;
+    and the part of it the two strings alone could explain, log P(``other``) − log P(``said``) after the
+    same prefix with no passage (scored in the same call).
 
     A counterfactual contrast, in the spirit of CF-RAG's causal discrimination score (§4.2.2, Eq. 11:
     a passage's support for the query against counterfactual ones); here the counterfactual is an
@@ -110,7 +122,8 @@ def counterfactual_fit(llm: LLM, docs: Sequence[Document], said: str, other: str
     wrong one by more than 1.7 nats; where three sources disputed two, the true majority never read
     better with the runner-up's answer by more than 1.2. The contrast also favours a shorter or more
     familiar answer string, which is why it is asked only where the passages are unanimous or two
-    supported sides dispute (:func:`rival_answer`), why the bar is high, and why it is only asked of
+    supported sides dispute (:func:`rival_answer`), why the bar is high, why a rival much more familiar
+    than the passages' answer is not taken (``knowledge_familiarity``), and why it is only asked of
     like for like: −inf when the two are not the same kind of answer (a name for a name, a number for
     a number: a description such as "the architect" in place of a name reads well in any passage), or
     when no passage states ``said`` word for word.
@@ -118,10 +131,13 @@ def counterfactual_fit(llm: LLM, docs: Sequence[Document], said: str, other: str
     found = mention_pattern(said)  # a first name before a surname read alone is swapped with it
     texts = [t for t in map(passage_text, docs) if found.search(t)]
     if not (texts and normalize_answer(said) and normalize_answer(other)) or answer_kind(said) != answer_kind(other):
-        return float("-inf")
+        return Contrast(float("-inf"), 0.0)
     swapped = [found.sub(lambda _: other.strip(), t) for t in texts]
-    scores = llm.logprob([FIT_PREFIX] * (2 * len(texts)), texts + swapped, reduce="sum")
-    return sum(b - a for a, b in zip(scores[: len(texts)], scores[len(texts) :], strict=True)) / len(texts)
+    rows = [*texts, *swapped, said.strip(), other.strip()]
+    scores = llm.logprob([FIT_PREFIX] * len(rows), rows, reduce="sum")
+    n = len(texts)
+    fit = sum(b - a for a, b in zip(scores[:n], scores[n : 2 * n], strict=True)) / n
+    return Contrast(fit, scores[-1] - scores[-2])
 
 
 def shape_of(
@@ -258,15 +274,16 @@ def assess(state: TriageState, runtime: Runtime[R]) -> dict[str, Any]:
     stated = any(states(passage_text(d), standard, question) for d in docs)
     shape, route, believed = shape_of(groups, standard, closed, sure, ctx, stated=stated, compared=compared)
     rival = rival_answer(shape, route, groups, closed) if ctx.mechanism == "auto" else None
-    fit = float("-inf")
+    contrast = Contrast(float("-inf"), 0.0)
     if rival is not None:  # would the first group's passages read better with the rival in place of their answer?
-        fit = counterfactual_fit(llm, [docs[i] for i in groups[0].members], groups[0].answer, rival)
-        if fit >= ctx.knowledge_fit:
+        contrast = counterfactual_fit(llm, [docs[i] for i in groups[0].members], groups[0].answer, rival)
+        # a rival far more familiar than the passages' answer reads better anywhere: no sign of knowledge
+        if contrast.fit >= ctx.knowledge_fit and contrast.familiarity <= ctx.knowledge_familiarity:
             shape, route, believed = "contradicted", "knowledge", rival
     assessment: Assessment = {
         "shape": shape, "route": route if ctx.mechanism == "auto" else ctx.mechanism, "standard": standard,
         "closed_book": closed, "confidence": round(sure, 4), "believed": believed,
-        **({"fit": fit} if fit > float("-inf") else {}),
+        **({"fit": contrast.fit, "familiarity": contrast.familiarity} if contrast.fit > float("-inf") else {}),
         "groups": [{"answer": g.answer, "sources": g.sources} for g in groups],
     }
     emit(runtime, "assessment", "assess", **assessment)

@@ -167,6 +167,9 @@ class Assessment(TypedDict, total=False):
     """How much better the first group's passages read with the rival answer (``closed_book`` where they
     all agree, else the runner-up group's) in place of theirs
     (:func:`causalrag.nodes.triage.counterfactual_fit`); present when it was asked."""
+    familiarity: float
+    """How much likelier the rival's words are than the first group's answer's with no passage (nats);
+    present with ``fit``."""
 
 
 class TriageState(RAGState):
@@ -215,6 +218,14 @@ class RoutedContext(RAGContext):
     with the right one by up to 12 (docs/results.md, 2026-11-26). Off the suite, where the true answer
     is a rare or invented name, passages read better with a familiar wrong one by up to 14 (docs/results.md,
     2026-11-27, night). A large value (1000) turns it off."""
+    knowledge_familiarity: float = 10.0
+    """How much more familiar (log-probability of the bare strings, nats) a rival answer may be than the
+    passages' answer for the contrast to take it. Passages about an entity the model cannot know (an
+    invented novel, a company's own staff) read better with any famous name in place of a rare one: on the
+    robustness suite's fictional dev cards the contrast took a wrong rival 30 times (fit 4 to 38 nats), 25
+    of them 16 to 42 nats more familiar than the passages' answer; where it took a right answer on the
+    real dev cards (9 times), the rival was at most 8.5 nats more familiar but once (21: "Salvador Dalí"
+    for the passages' "the Belgian surrealist") (docs/results.md, 2026-11-27, day). 1000 lifts the limit."""
     option_votes: bool = False
     """Whether a passage read alone votes on a question that names its own options (yes/no; "…, A or
     B?"). Off, such a question is read jointly (shape ``compared``): a passage read alone can only pick

@@ -179,12 +179,13 @@ def test_counterfactual_fit_swaps_the_stated_answer_word_for_word():
         Document("Parliament sits in Sydney.", metadata={"title": "B"}),
         Document("Perth is far away.", metadata={"title": "C"}),
     ]
-    assert counterfactual_fit(llm, docs, "Sydney", "Canberra") == 4.0
+    assert counterfactual_fit(llm, docs, "Sydney", "Canberra") == (4.0, 4.0)  # the bare name, too, reads 4 better
+    assert seen[-2:] == ["Sydney", "Canberra"]  # each answer alone, after the same prefix
     assert "A. Canberra hosts parliament; Sydneysiders vote there." in seen  # whole words only
     assert not any(s.startswith("C.") for s in seen)  # a passage not stating the answer is not scored
-    assert counterfactual_fit(llm, docs, "Hobart", "Canberra") == float("-inf")
-    assert counterfactual_fit(llm, docs, "Sydney", "") == float("-inf")
-    assert counterfactual_fit(llm, docs, "Sydney", "the capital") == float("-inf")  # a description for a name
+    assert counterfactual_fit(llm, docs, "Hobart", "Canberra").fit == float("-inf")
+    assert counterfactual_fit(llm, docs, "Sydney", "").fit == float("-inf")
+    assert counterfactual_fit(llm, docs, "Sydney", "the capital").fit == float("-inf")  # a description for a name
 
 
 def test_counterfactual_fit_swaps_a_whole_name_for_a_surname_read_alone():
@@ -197,6 +198,8 @@ def test_counterfactual_fit_swaps_a_whole_name_for_a_surname_read_alone():
     assert [c for _, c in llm.scored] == [
         "Novella. The Old Man and the Sea is a 1952 novella by John Steinbeck.",
         "Novella. The Old Man and the Sea is a 1952 novella by Ernest Hemingway.",
+        "Steinbeck",
+        "Ernest Hemingway",
     ]
 
 
@@ -368,6 +371,17 @@ def test_passages_that_read_better_with_the_models_answer_yield_to_it(method):
     assessment = state["assessment"]
     assert (assessment["shape"], assessment["route"], assessment["fit"]) == ("contradicted", "knowledge", 3.5)
     assert nodes(state)[-1] == "trust_knowledge" and state["answer"] == "Canberra"
+
+
+@pytest.mark.parametrize("method", ROUTED)
+def test_a_rival_far_more_familiar_than_the_passages_answer_is_not_taken(method):
+    """Its name alone reads 3.5 nats better than theirs here: over a limit of 3, the contrast shows no knowledge."""
+    store = store_of("Sydney", "Sydney", "Sydney")
+    llm = reader(standard="Sydney", closed="Canberra", sure=-2.0, fit=3.5)
+    state = run(method, llm, store, knowledge_familiarity=3.0)
+    assessment = state["assessment"]
+    assert (assessment["route"], assessment["fit"], assessment["familiarity"]) == ("keep", 3.5, 3.5)
+    assert state["answer"] == "Sydney"
 
 
 @pytest.mark.parametrize("method", ROUTED)
