@@ -2,16 +2,16 @@
 
 Before it, standard RAG's reading (``retrieve``, ``answer``) and ``assess`` look at the shape of the
 evidence (:mod:`causalrag.nodes.triage`): nothing conflicts → that answer stands; the sources disagree →
-the reranking above; the model's knowledge overrules the passages → ``trust_knowledge``.
-``mechanism="paper"`` reranks for every question.
+the reranking above, then the answer the top-k confirm across sources (``answer_confirmed``); the model's
+knowledge overrules the passages → ``trust_knowledge``. ``mechanism="paper"`` reranks for every question and
+reads the top-k together (``answer_reranked``).
 """
 
-from langgraph.graph import END, StateGraph
+from langgraph.graph import StateGraph
 
-from causalrag.graphs.first_look import add_first_look
+from causalrag.graphs.first_look import add_first_look, add_own_answer
 from causalrag.graphs.registry import Method
 from causalrag.nodes.cis import rerank_cis, retrieve, retrieve_candidates
-from causalrag.nodes.common import answer_reranked
 from causalrag.state.base import InputState
 from causalrag.state.cis import CISContext, CISOutput, CISState
 
@@ -21,10 +21,8 @@ def build() -> StateGraph[CISState, CISContext, InputState, CISOutput]:
     add_first_look(graph, "retrieve_candidates", retrieve)
     graph.add_node("retrieve_candidates", retrieve_candidates)
     graph.add_node("rerank_cis", rerank_cis)
-    graph.add_node("answer_reranked", answer_reranked)
     graph.add_edge("retrieve_candidates", "rerank_cis")
-    graph.add_edge("rerank_cis", "answer_reranked")
-    graph.add_edge("answer_reranked", END)
+    add_own_answer(graph, "rerank_cis")
     return graph
 
 

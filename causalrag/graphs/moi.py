@@ -5,8 +5,9 @@ The baselines of the paper run through the same graph (``variant=``): ``bayes_sa
 
 Before it, standard RAG's reading (``retrieve``, ``answer``) and ``assess`` look at the shape of the
 evidence (:mod:`causalrag.nodes.triage`): nothing conflicts → that answer stands; the sources disagree →
-the mixture above; the model's knowledge overrules the passages → ``trust_knowledge``.
-``mechanism="paper"`` runs the mixture for every question.
+the mixture above, then the answer the passages in utility order confirm across sources (``answer_confirmed``);
+the model's knowledge overrules the passages → ``trust_knowledge``. ``mechanism="paper"`` runs the mixture for
+every question and reads the passages together in utility order (``answer_reranked``).
 """
 
 from typing import Literal
@@ -14,9 +15,9 @@ from typing import Literal
 from langgraph.graph import END, StateGraph
 from langgraph.runtime import Runtime
 
-from causalrag.graphs.first_look import add_first_look
+from causalrag.graphs.first_look import add_first_look, add_own_answer
 from causalrag.graphs.registry import Method
-from causalrag.nodes.common import answer_reranked, context
+from causalrag.nodes.common import context
 from causalrag.nodes.moi import permute, retrieve_candidates, score, shuffle, solve, vote
 from causalrag.state.base import InputState
 from causalrag.state.moi import MoIContext, MoIOutput, MoIState
@@ -37,15 +38,12 @@ def build() -> StateGraph[MoIState, MoIContext, InputState, MoIOutput]:
     graph.add_node("permute", permute)
     graph.add_node("score", score)
     graph.add_node("solve", solve)
-    graph.add_node("answer_reranked", answer_reranked)
     graph.add_node("shuffle", shuffle)
     graph.add_node("vote", vote)
     graph.add_conditional_edges("retrieve_candidates", route_after_retrieve)
     graph.add_conditional_edges("permute", route_after_permute)
     graph.add_edge("score", "solve")
-    graph.add_edge("solve", "answer_reranked")
-    graph.add_edge("shuffle", "answer_reranked")
-    graph.add_edge("answer_reranked", END)
+    add_own_answer(graph, "solve", "shuffle")
     graph.add_edge("vote", END)
     return graph
 

@@ -232,6 +232,23 @@ def confirmations(answers: Sequence[str], readings: Sequence[Reading]) -> list[i
     return [max(0, sum(r.votes and same_answer(r.answer or "", a) for r in readings) - 1) for a in answers]
 
 
+def most_confirmed(
+    llm: LLM, question: str, prompt: str, readings: Sequence[Reading], *, max_new_tokens: int
+) -> tuple[Choice, list[float]] | None:
+    """The scored choice given ``prompt`` (the passages together) among the sources' answers read alone and
+    the model's own answer to ``prompt`` (a bridge answer no single source gives), or among the question's
+    own options; with each option's :func:`reliability`. None when there is nothing to choose among."""
+    options = question_options(question) or with_candidate(
+        [g.answer for g in group_readings(readings, [str(i) for i in range(len(readings))])],
+        written_answer(llm, prompt, max_new_tokens=max_new_tokens),
+        question,
+    )
+    if not options:
+        return None
+    choice = llm.choose([prompt], [options])[0]
+    return choice, reliability(confirmations(options, readings), choice)
+
+
 def read_jointly(
     llm: LLM, questions: Sequence[str], contexts: Sequence[Sequence[Document]], options: Sequence[Sequence[str]]
 ) -> list[Choice]:

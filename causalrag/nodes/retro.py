@@ -57,14 +57,7 @@ from causalrag.nodes.common import (
     stream_text,
     traced,
 )
-from causalrag.nodes.evidence import (
-    confirmations,
-    group_readings,
-    read_cached,
-    reliability,
-    with_candidate,
-    written_answer,
-)
+from causalrag.nodes.evidence import most_confirmed, read_cached
 from causalrag.prompts import retro as prompts
 from causalrag.state.retro import Consistency, RetroContext, RetroState, Round
 from causalrag.text import (
@@ -73,7 +66,6 @@ from causalrag.text import (
     key_sentences,
     mentions,
     normalize_answer,
-    question_options,
     same_answer,
 )
 from causalrag.tools.backends.base import LLM, softmax
@@ -423,18 +415,13 @@ def scored_answer(
     question, llm = question_of(state), llm_of(ctx)
     held, read = read_cached(llm, question, sources, state.get("read") or {})
     direct = prompts.direct_prompt(question, sources, facts)
-    options = question_options(question) or with_candidate(
-        [g.answer for g in group_readings(held, [d.id or "" for d in sources])],
-        written_answer(llm, direct, max_new_tokens=ctx.max_new_tokens),
-        question,
-    )
+    confirmed = most_confirmed(llm, question, direct, held, max_new_tokens=ctx.max_new_tokens)
     iteration = state.get("iteration", 1)
-    if not options:  # nothing to choose among (no reading, no written answer)
+    if confirmed is None:  # nothing to choose among (no reading, no written answer)
         return {"answer": "", "reasoning": "", "sc_answer": "", "sc_choice": {}, "read": read,
                 "trace": [{"iteration": iteration, "answer": "", "no_candidate_fallbacks": 1}]}
-    choice = llm.choose([direct], [options])[0]
-    scores = reliability(confirmations(options, held), choice)
-    final = options[max(range(len(options)), key=scores.__getitem__)]
+    choice, scores = confirmed
+    final = choice.options[max(range(len(scores)), key=scores.__getitem__)]
     stating = [d for d in sources if mentions(final, passage_text(d))]
     reasoning = key_sentences(question, passage_text(stating[0]), 1) if stating else ""
     rng = np.random.default_rng(None if ctx.seed is None else ctx.seed + iteration)

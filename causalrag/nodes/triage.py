@@ -57,7 +57,7 @@ from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
 from causalrag.nodes.common import context, emit, llm_of, question_of, traced
-from causalrag.nodes.evidence import Group, group_readings, passage_text, read_cached
+from causalrag.nodes.evidence import Group, group_readings, most_confirmed, passage_text, read_cached, together
 from causalrag.prompts.common import ANSWER_STOP, answer_prompt
 from causalrag.state.base import Assessment, Route, RoutedContext, TriageState
 from causalrag.text import (
@@ -324,6 +324,38 @@ def trust_knowledge(state: TriageState, runtime: Runtime[R]) -> dict[str, Any]:
         "answer": believed,
         "documents": stating or internal,
         "trace": [{"knowledge_answer": believed, "read_internal": bool(internal)}],
+    }
+
+
+@traced
+def answer_confirmed(state: TriageState, runtime: Runtime[R]) -> dict[str, Any]:
+    """The vote route of a method that reorders or chooses passages (CIS's top-k, MoI's utility order): the
+    answer of those passages most confirmed across sources (:func:`~causalrag.nodes.evidence.most_confirmed`),
+    each passage read alone, the scored choice given them together in the method's order deciding among
+    equally confirmed answers.
+
+    Read jointly in the method's order alone, the 270M model follows the first passage, and a planted passage
+    that restates the question ranks first by both CIS (log p(K|Q) − log p(K) is high for it) and MoI's
+    utility: on the robustness suite's fictional cards the joint reading gave CIS 32 and MoI 27 right answers
+    of 60 where standard RAG gave 40 (docs/results.md, 2026-11-27). ``mechanism="paper"`` answers as the
+    papers do (``answer_reranked``)."""
+    ctx = context(runtime)
+    llm, question = llm_of(ctx), question_of(state)
+    docs = together(llm, question, list(state.get("documents") or [])[: ctx.k])
+    readings, read = read_cached(llm, question, docs, state.get("read") or {})
+    prompt = answer_prompt(question, docs)
+    confirmed = most_confirmed(llm, question, prompt, readings, max_new_tokens=ctx.max_new_tokens)
+    if confirmed is None:  # no passage answers and the model wrote nothing: the joint reading's empty answer
+        emit(runtime, "answer", "answer_confirmed", answer="")
+        return {"answer": "", "documents": docs, "read": read, "trace": [{"answer": "", "no_candidate_fallbacks": 1}]}
+    choice, scores = confirmed
+    final = choice.options[max(range(len(scores)), key=scores.__getitem__)]
+    emit(runtime, "answer", "answer_confirmed", answer=final, reliability=[round(x, 4) for x in scores])
+    return {
+        "answer": final,
+        "documents": docs,
+        "read": read,
+        "trace": [{"answer": final, "choice": choice.as_dict(), "reliability": [round(x, 4) for x in scores]}],
     }
 
 

@@ -21,8 +21,9 @@ from tests.fakes import FakeLLM
 
 QUESTION = "What is the capital of Australia?"
 ROUTED = ("astute", "cf_rag", "retro", "moi", "cis")
-VOTING = ("astute", "cf_rag", "retro")
-"""The methods whose own mechanism aggregates what each passage says alone (MoI and CIS reorder the passages)."""
+REORDERING = ("moi", "cis")
+"""The methods whose own mechanism reorders or chooses passages, then answers from them (``answer_confirmed`` on
+the vote route, ``answer_reranked`` on the paper's path)."""
 
 
 WORDINGS = (  # different enough that CF-RAG's near-duplicate filter (Eq. 4) keeps every source
@@ -278,8 +279,18 @@ def test_disagreeing_sources_go_to_the_methods_own_aggregation(method):
     assert (assessment["shape"], assessment["route"]) == ("conflict", "vote")
     assert [g["answer"] for g in assessment["groups"]] == ["Canberra", "Sydney"]
     assert MECHANISM[method] in nodes(state) and "trust_knowledge" not in nodes(state)
-    if method in VOTING:
-        assert state["answer"] == "Canberra"  # three sources against two; the joint reading said Sydney
+    assert state["answer"] == "Canberra"  # three sources against two; the joint reading said Sydney
+    if method in REORDERING:  # the reordered passages' joint reading says Sydney too: confirmation decides
+        assert nodes(state)[-1] == "answer_confirmed"
+        assert state["trace"][-1]["choice"]["options"] == ["Canberra", "Sydney"]
+
+
+@pytest.mark.parametrize("method", REORDERING)
+def test_the_papers_path_reads_the_reordered_passages_together(method):
+    store = store_of("Canberra", "Canberra", "Canberra", "Sydney", "Sydney")
+    state = run(method, reader(standard="Sydney", closed="Perth"), store, mechanism="paper")
+    assert MECHANISM[method] in nodes(state) and nodes(state)[-1] == "answer_reranked"
+    assert "assess" not in nodes(state) and state["answer"] == "Sydney"  # the joint reading, as the paper answers
 
 
 @pytest.mark.parametrize("method", ROUTED)

@@ -1,12 +1,14 @@
 """The routed default of every robust method end to end with the real bundled model on the demo collection:
 where nothing conflicts each keeps standard RAG's very answer; where sources dispute but the joint reading and
 the closed-book answer side with their plurality, MoI and CIS keep it too, and run their own path when the vote
-route is forced."""
+route is forced; on the vote route a planted passage they rank first does not decide."""
 
 import pytest
 
 import causalrag
+from causalrag.eval.robust import load_robust
 from causalrag.graphs.registry import build_graph
+from causalrag.tools.store import Store
 
 pytestmark = pytest.mark.slow
 
@@ -59,5 +61,18 @@ def test_disagreeing_sources_go_to_the_methods_own_path(method, own, real_llm, d
     assert "1889" in state["answer"]
     state = run(method, real_llm, demo_store, CONFLICT, mechanism="vote")
     nodes = [e["node"] for e in state["trace"]]
-    assert nodes[:4] == ["retrieve", "recall", "answer", "assess"] and own in nodes and nodes[-1] == "answer_reranked"
+    assert nodes[:4] == ["retrieve", "recall", "answer", "assess"] and own in nodes and nodes[-1] == "answer_confirmed"
     assert "1889" in state["answer"]
+
+
+@pytest.mark.parametrize("method", ["moi", "cis"])
+def test_a_planted_passage_ranked_first_does_not_decide_the_vote(method, real_llm):
+    # a fictional card of the robustness suite: two passages name the discoverer, a planted FAQ restates the
+    # question and answers "Marie Curie". Measured: both methods rank the FAQ first, and read together in
+    # that order the model answered "Marie Curie" (the vote route before 2026-11-27's answer_confirmed)
+    item = next(e for e in load_robust(split="dev", condition="planted_instruction") if e.id.startswith("c098-"))
+    state = run(method, real_llm, Store.in_memory(item.passages), item.question)
+    assert state["assessment"]["route"] == "vote", state["assessment"]
+    assert [e["node"] for e in state["trace"]][-1] == "answer_confirmed"
+    assert state["documents"][0].metadata["title"] == "Frequently asked questions"
+    assert "Rostworska" in state["answer"] and "Curie" not in state["answer"]
