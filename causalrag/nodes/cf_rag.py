@@ -530,7 +530,11 @@ def synthesize(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
     hypothesis showed them (:func:`synthesis_order`): the prompt starts with that path's passage block,
     which the cache holds. An empty synthesis falls back to a_{j*}. With ``judge="score"`` the synthesis
     is a scored choice among the top answers (the same prompt, the candidates' answers as the options),
-    so it cannot write a new, unsupported one.
+    so it cannot write a new, unsupported one; and, as each path chose (:func:`hypothesize`), the sources
+    among those passages that state an answer when read alone confirm it first, the scored choice deciding
+    among equally confirmed ones. Each path saw only its sample: a sample that leaves out one of three
+    agreeing sources leaves a tie of two against two, which the joint reading of a 270M model breaks for the
+    swapped passages' blend, and the synthesis, reading every path's passages, restores the count.
     """
     ctx = context(runtime)
     top = (state.get("arbitration") or [])[:3]
@@ -547,8 +551,12 @@ def synthesize(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
     options = list(dict.fromkeys(h["answer"] for h in top if h["answer"]))
     if scored and options:
         choice = llm_of(ctx).choose([prompt], [options])[0]
-        emit(runtime, "answer", "synthesize", answer=choice.answer, choice=choice.as_dict())
-        return {"answer": choice.answer, "documents": docs, "trace": [{"synthesis_choice": choice.as_dict()}]}
+        read = state.get("read") or {}
+        scores = reliability(confirmations(options, [Reading(**read[d.id]) for d in docs if d.id in read]), choice)
+        final = options[max(range(len(options)), key=scores.__getitem__)]
+        emit(runtime, "answer", "synthesize", answer=final, choice=choice.as_dict())
+        return {"answer": final, "documents": docs, "trace": [{"synthesis_choice": choice.as_dict(),
+                                                                "reliability": [round(x, 4) for x in scores]}]}
     text = stream_text(runtime, llm_of(ctx), prompt, stage="synthesize", max_new_tokens=ctx.max_new_tokens,
                        stop=SYNTHESIS_STOP)
     final = clean_answer(text)

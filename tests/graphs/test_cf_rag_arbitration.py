@@ -49,8 +49,9 @@ def titles_in(prompt: str) -> list[str]:
     return sorted((t for t in PASSAGES if f"] {t}:" in block), key=block.index)
 
 
-def fake(synthesis: str = " Heath Ledger") -> FakeLLM:
-    """Relevance by log-prob, hypotheses by first passage, scored options by whether the passages state them."""
+def fake(synthesis: str = " Heath Ledger", blend: str | None = None) -> FakeLLM:
+    """Relevance by log-prob, hypotheses by first passage, scored options by whether the passages state them
+    (a scored synthesis prefers ``blend`` when one is given, as the 270M model follows a conflicting blend)."""
 
     def logprob(prefix: str, continuation: str) -> float:
         # s(q, e) = σ(mean log p(q | e) − mean log p(q | no passage)): the passage-free prior is 0, and
@@ -68,6 +69,8 @@ def fake(synthesis: str = " Heath Ledger") -> FakeLLM:
         return f" {WRITES[titles_in(prompt)[0]]}\nReason: [1] names the actor."
 
     def option(prompt: str, option: str) -> float:  # the fake spreads it over the option's words
+        if blend is not None and "Several readers" in prompt:
+            return 0.0 if option == blend else UNSTATED
         return 0.0 if option in last_passages(prompt) else UNSTATED * len(option.split())
 
     return FakeLLM(default=write, logprob=logprob, option=option)
@@ -77,15 +80,15 @@ def document(title: str) -> Document:
     return Document(id=title, page_content=PASSAGES[title][0], metadata={"title": title})
 
 
-def run_from_samples(llm: FakeLLM, samples: list[list[str]], judge: str, **params) -> dict:
-    """The graph from ``cluster_and_sample`` on, with these evidence samples E_j (one per path); φ_coh over
-    E_j as Eq. 9 writes it unless ``coherence="pool"`` is passed."""
+def run_from_samples(llm: FakeLLM, samples: list[list[str]], judge: str, read: dict | None = None, **params) -> dict:
+    """The graph from ``cluster_and_sample`` on, with these evidence samples E_j (one per path) and these
+    readings of passages alone on record; φ_coh over E_j as Eq. 9 writes it unless ``coherence="pool"``."""
     params.setdefault("coherence", "sample")
     graph = build_graph("cf_rag", llm=llm, checkpointer=InMemorySaver(), judge=judge, hypotheses=len(samples),
                         lam=LAM, lambda1=0.0, lambda2=1.0, **params)
     config = {"configurable": {"thread_id": "arbitration"}}
     values = {"question": QUESTION, "cf_queries": [LOOK_ALIKE], "samples": [[document(t) for t in s] for s in samples],
-              "candidates": CANDIDATES if judge == "score" else []}
+              "candidates": CANDIDATES if judge == "score" else [], "read": read or {}}
     graph.update_state(config, values, as_node="cluster_and_sample")
     return graph.invoke(None, config)
 
@@ -161,3 +164,22 @@ def test_synthesis_lists_the_top_candidates_best_first():
     listed = [line.split(": ", 1)[1].split(" because")[0] for line in lines]
     want = sorted(expected(DIVERGENT, "generate"), key=lambda h: -h["psi"])
     assert listed == [h["answer"] for h in want] and state["answer"] == "Heath Ledger"
+
+
+def test_scored_synthesis_counts_the_sources_that_confirm_an_answer_first():
+    """The synthesis reads every top path's passages; where its joint reading prefers an answer one source
+    gives (the fake's blend: Jack Nicholson) over one two sources give when read alone (Ledger), the two
+    sources decide. Without readings of those passages on record, the joint reading decides."""
+    samples = [["Batman (1989 film)"], ["The Dark Knight (cast)", "Academy Awards 2009"], ["Joker (2019 film)"]]
+    alone = {"Batman (1989 film)": "Jack Nicholson", "The Dark Knight (cast)": "Heath Ledger",
+             "Academy Awards 2009": "Ledger", "Joker (2019 film)": "Joaquin Phoenix"}
+    read = {t: {"answer": a, "probability": 1.0, "relevance": 1.0, "how": "written"} for t, a in alone.items()}
+    answers = {}
+    for record in (read, {}):
+        state = run_from_samples(fake(blend="Jack Nicholson"), samples, "score", read=record)
+        synthesize = state["trace"][-1]
+        assert synthesize["node"] == "synthesize" and state["consensus"] is False
+        answers[bool(record)] = (state["answer"], synthesize["reliability"], synthesize["synthesis_choice"])
+    (confirmed, scores, choice), (joint, _, _) = answers[True], answers[False]
+    assert joint == "Jack Nicholson" == choice["options"][max(range(3), key=choice["probs"].__getitem__)]
+    assert confirmed in ("Heath Ledger", "Ledger") and max(scores) > 1  # one source beyond the first confirms it
