@@ -70,13 +70,15 @@ def f1_score(prediction: str, golds: Sequence[str]) -> float:
 
 # --------------------------------------------------------------------------- parsing
 def clean_answer(text: str) -> str:
-    """First non-empty line, without an "Answer:" lead, a reason glued on ("… because …"), wrapping
-    quotes or a trailing period; a yes/no sentence ("Yes, both are American.") becomes its yes or no.
+    """First non-empty line, control characters blanked, without an "Answer:" lead, a reason glued on
+    ("… because …"), wrapping quotes or a trailing period; a yes/no sentence ("Yes, both are American.")
+    becomes its yes or no.
 
     Small base models often answer in a sentence or append their reason on the same line; the
     short answer is what EM/F1 and the methods' answer agreement compare.
     """
-    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    # a control character (NUL, an escape) is never part of an answer: a blank, as in :func:`readable`
+    line = next((s for ln in text.splitlines() if (s := _CONTROL.sub(" ", ln).strip())), "")
     line = _LEADS.sub("", line, count=1)
     if yes_no := _YES_NO_SENTENCE.match(line):
         return yes_no.group(1)

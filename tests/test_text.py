@@ -29,6 +29,8 @@ from causalrag.text import (
         ("1995–96 season since the club moved", "1995–96 season"),
         ("Because of Winn-Dixie", "Because of Winn-Dixie"),  # a title, not a reason
         ("", ""),
+        ("\x00\x00\n Rome\x00.", "Rome"),  # control characters are blanks, never the answer
+        ("\x00\x07\x7f", ""),
     ],
 )
 def test_clean_answer(raw, expected):
