@@ -33,7 +33,7 @@ UNIT_INTERVAL = frozenset({
     "info_alpha", "info_beta", "info_gamma",
 })
 """Similarities, shares, weights and probability thresholds."""
-LOG_PROBABILITIES = frozenset({"knowledge_confidence", "minority_confidence"})
+LOG_PROBABILITIES = frozenset({"knowledge_confidence", "minority_confidence", "contrast_confidence"})
 """Thresholds on a mean per-token log-probability: 0 or below."""
 ABOVE_ZERO = frozenset({"tau"})
 """Divisors (a temperature of the Gumbel softmax)."""

@@ -33,7 +33,8 @@ answer a question keeps when nothing conflicts), then :func:`assess` looks at th
   mechanism (Astute's consolidation, CF-RAG's hypotheses and Ψ, RetroRAG's loop);
 * ``knowledge`` — the model's own answer contradicts what the passages say (their majority, their
   only answer, or their joint reading) and it is sure of it, or the passages that agree on another
-  answer read clearly better with the model's (``knowledge_fit``), or the majority's passages read
+  answer read clearly better with the model's (``knowledge_fit``; asked only of an answer the model holds
+  at ``contrast_confidence`` or above, not of a guess), or the majority's passages read
   clearly better with the runner-up's answer (two sides of at least two sources each), in both unless
   that answer's words alone are far likelier than theirs (``knowledge_familiarity``), or it sides
   with a minority of the sources (an independent witness for one side of a dispute: an answer with two
@@ -219,16 +220,17 @@ def corroborated(groups: Sequence[Group], standard: str, closed: str) -> bool:
     )
 
 
-def rival_answer(shape: str, route: Route, groups: Sequence[Group], closed: str) -> str | None:
+def rival_answer(shape: str, route: Route, groups: Sequence[Group], closed: str, *, held: bool = True) -> str | None:
     """The answer a counterfactual contrast weighs against the first group's (:func:`counterfactual_fit`):
     the runner-up's when two sides of at least two sources each dispute and the vote would decide (a lone
     dissenting source is more often a misread than a witness); else the model's own when no source that
     answers gives it (shape ``agree``, or ``conflict`` where the vote could only pick among the sources'
-    answers). None otherwise."""
+    answers) and the model holds it (``held``: at least ``contrast_confidence`` sure; a guess is no
+    knowledge to test). None otherwise."""
     if shape == "conflict" and route == "vote" and len(groups) >= 2 and len(groups[1].members) >= 2:
         return groups[1].answer
     given = any(same_answer(closed, g.answer) for g in groups)
-    if shape in ("agree", "conflict") and normalize_answer(closed) and not given:
+    if shape in ("agree", "conflict") and held and normalize_answer(closed) and not given:
         return closed
     return None
 
@@ -273,7 +275,8 @@ def assess(state: TriageState, runtime: Runtime[R]) -> dict[str, Any]:
         sure = confidence(llm, question, closed)
     stated = any(states(passage_text(d), standard, question) for d in docs)
     shape, route, believed = shape_of(groups, standard, closed, sure, ctx, stated=stated, compared=compared)
-    rival = rival_answer(shape, route, groups, closed) if ctx.mechanism == "auto" else None
+    held = sure >= ctx.contrast_confidence  # a guess below it is no knowledge to weigh against the passages
+    rival = rival_answer(shape, route, groups, closed, held=held) if ctx.mechanism == "auto" else None
     contrast = Contrast(float("-inf"), 0.0)
     if rival is not None:  # would the first group's passages read better with the rival in place of their answer?
         contrast = counterfactual_fit(llm, [docs[i] for i in groups[0].members], groups[0].answer, rival)

@@ -226,6 +226,14 @@ class RoutedContext(RAGContext):
     of them 16 to 42 nats more familiar than the passages' answer; where it took a right answer on the
     real dev cards (9 times), the rival was at most 8.5 nats more familiar but once (21: "Salvador Dalí"
     for the passages' "the Belgian surrealist") (docs/results.md, 2026-11-27, day). 1000 lifts the limit."""
+    contrast_confidence: float = -2.25
+    """How sure (mean per-token log-probability) the model must be of its own closed-book answer for the
+    counterfactual contrast to weigh it against the passages. Below it the answer is a guess, and passages
+    about an entity the model cannot know read better with a guess that copies their own words ("John
+    Wexcombe" for the inventor of the Wexcombe relay) or is a familiar name. On the robustness suite's dev
+    half the contrast took the model's answer 16 times: the 4 below −2.39 were all wrong, the lowest right
+    one was at −2.14; −2.25 lies between (docs/results.md, 2026-11-27, evening). Applies only where the
+    rival is the model's own answer, not a runner-up's; −1000 weighs every answer."""
     option_votes: bool = False
     """Whether a passage read alone votes on a question that names its own options (yes/no; "…, A or
     B?"). Off, such a question is read jointly (shape ``compared``): a passage read alone can only pick

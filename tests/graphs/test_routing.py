@@ -167,6 +167,14 @@ def test_the_rival_a_counterfactual_contrast_weighs(found, closed, expected):
     assert rival_answer(shape, route, found, closed) == expected
 
 
+def test_a_guess_is_not_weighed_but_a_runner_up_is():
+    """Below ``contrast_confidence`` the model's own answer is a guess: no contrast asks the passages about it;
+    a runner-up with two sources is weighed however unsure the model is."""
+    agreeing, disputing = groups(("Sydney", 3)), groups(("Sydney", 3), ("Canberra", 2))
+    assert rival_answer("agree", "keep", agreeing, "Canberra", held=False) is None
+    assert rival_answer("conflict", "vote", disputing, "Perth", held=False) == "Canberra"
+
+
 def test_counterfactual_fit_swaps_the_stated_answer_word_for_word():
     seen: list[str] = []
 
@@ -382,6 +390,19 @@ def test_passages_that_read_better_with_the_models_answer_yield_to_it(method):
     assessment = state["assessment"]
     assert (assessment["shape"], assessment["route"], assessment["fit"]) == ("contradicted", "knowledge", 3.5)
     assert nodes(state)[-1] == "trust_knowledge" and state["answer"] == "Canberra"
+
+
+@pytest.mark.parametrize("method", ROUTED)
+@pytest.mark.parametrize(("floor", "route"), [(-2.25, "keep"), (-3.5, "knowledge")])
+def test_passages_are_not_asked_about_a_guess(method, floor, route):
+    """The model answers Canberra at −3.0 a token: below the default ``contrast_confidence`` no contrast is asked
+    and the agreeing passages stand, though they would read 3.5 nats better with it; a lower bar asks."""
+    store = store_of("Sydney", "Sydney", "Sydney")
+    llm = reader(standard="Sydney", closed="Canberra", sure=-3.0, fit=3.5)
+    state = run(method, llm, store, contrast_confidence=floor)
+    assessment = state["assessment"]
+    assert (assessment["route"], "fit" in assessment) == (route, route == "knowledge")
+    assert state["answer"] == ("Canberra" if route == "knowledge" else "Sydney")
 
 
 @pytest.mark.parametrize("method", ROUTED)
