@@ -231,8 +231,8 @@ class RoutedContext(RAGContext):
     counterfactual contrast to weigh it against the passages. Below it the answer is a guess, and passages
     about an entity the model cannot know read better with a guess that copies their own words ("John
     Wexcombe" for the inventor of the Wexcombe relay) or is a familiar name. On the robustness suite's dev
-    half the contrast took the model's answer 16 times: the 4 below −2.39 were all wrong, the lowest right
-    one was at −2.14; −2.25 lies between (docs/results.md, 2026-11-27, evening). Applies only where the
+    half the contrast took the model's answer 9 times: the 3 at −2.39 and below were all wrong, the lowest
+    right one was at −2.14; −2.25 lies between (docs/results.md, 2026-11-27, evening). Applies only where the
     rival is the model's own answer, not a runner-up's; −1000 weighs every answer."""
     option_votes: bool = False
     """Whether a passage read alone votes on a question that names its own options (yes/no; "…, A or
