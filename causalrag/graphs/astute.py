@@ -10,7 +10,8 @@ Before any of it, standard RAG's reading (``answer``) and ``assess`` look at the
 evidence (:mod:`causalrag.nodes.triage`): nothing conflicts → that answer stands; the sources
 disagree → the consolidation above; the model's knowledge overrules the passages → the internal
 passages decide (``trust_knowledge``), unless a counterfactual contrast already weighed the answer on
-the retrieved passages. ``mechanism="paper"`` runs the paper's path for every question.
+the retrieved passages; the sources scatter over lone answers and one passage is the one the question
+is asked of → its answer (``answer_focus``). ``mechanism="paper"`` runs the paper's path for every question.
 """
 
 from typing import Literal
@@ -21,7 +22,7 @@ from langgraph.runtime import Runtime
 from causalrag.graphs.registry import Method
 from causalrag.nodes.astute import answer_combined, build_pool, consolidate, elicit, propose, select
 from causalrag.nodes.common import answer, context, retrieve
-from causalrag.nodes.triage import assess, contrasted, recall, route_by_shape, trust_knowledge
+from causalrag.nodes.triage import answer_focus, assess, contrasted, recall, route_by_shape, trust_knowledge
 from causalrag.state.astute import AstuteContext, AstuteOutput, AstuteState
 from causalrag.state.base import InputState
 
@@ -33,12 +34,15 @@ def route_after_retrieve(state: AstuteState, runtime: Runtime[AstuteContext]) ->
 
 def route_after_assess(
     state: AstuteState, runtime: Runtime[AstuteContext]
-) -> Literal["elicit", "trust_knowledge", "__end__"]:
-    """Keep ends; a counterfactual contrast's answer goes straight to ``trust_knowledge`` (it was weighed on
-    the retrieved passages themselves, and on the dev half the memory passages only chose back the
-    passages' answer: docs/results.md, 2026-11-26); every other route first writes memory passages."""
+) -> Literal["elicit", "trust_knowledge", "answer_focus", "__end__"]:
+    """Keep ends; the focus route answers from its passage (``answer_focus``); a counterfactual contrast's
+    answer goes straight to ``trust_knowledge`` (it was weighed on the retrieved passages themselves, and on
+    the dev half the memory passages only chose back the passages' answer: docs/results.md, 2026-11-26);
+    every other route first writes memory passages."""
     if route_by_shape(state) == "keep":
         return "__end__"
+    if route_by_shape(state) == "focus":
+        return "answer_focus"
     return "trust_knowledge" if contrasted(state, context(runtime)) else "elicit"
 
 
@@ -68,6 +72,7 @@ def build() -> StateGraph[AstuteState, AstuteContext, InputState, AstuteOutput]:
     graph.add_node("assess", assess)
     graph.add_node("elicit", elicit)
     graph.add_node("trust_knowledge", trust_knowledge)
+    graph.add_node("answer_focus", answer_focus)
     graph.add_node("build_pool", build_pool)
     graph.add_node("consolidate", consolidate)
     graph.add_node("propose", propose)
@@ -77,7 +82,8 @@ def build() -> StateGraph[AstuteState, AstuteContext, InputState, AstuteOutput]:
     graph.add_conditional_edges("retrieve", route_after_retrieve)
     graph.add_edge("recall", "answer")
     graph.add_edge("answer", "assess")
-    graph.add_conditional_edges("assess", route_after_assess, ["elicit", "trust_knowledge", END])
+    graph.add_conditional_edges("assess", route_after_assess, ["elicit", "trust_knowledge", "answer_focus", END])
+    graph.add_edge("answer_focus", END)
     graph.add_conditional_edges("elicit", route_after_elicit)
     graph.add_conditional_edges("build_pool", route_after_pool)
     graph.add_conditional_edges("consolidate", route_after_consolidate)

@@ -6,7 +6,8 @@ spectral clusters + stratified samples → M hypotheses in parallel (one ``Send`
 
 Before it, standard RAG's reading (``answer``) and ``assess`` look at the shape of the evidence
 (:mod:`causalrag.nodes.triage`): nothing conflicts → that answer stands; the sources disagree → the
-counterfactual pipeline above; the model's knowledge overrules the passages → ``trust_knowledge``.
+counterfactual pipeline above; the model's knowledge overrules the passages → ``trust_knowledge``; the
+sources scatter over lone answers and one passage is the one the question is asked of → ``answer_focus``.
 ``mechanism="paper"`` runs the pipeline for every question.
 """
 
@@ -27,7 +28,7 @@ from causalrag.nodes.cf_rag import (
     synthesize,
 )
 from causalrag.nodes.common import answer, context, retrieve
-from causalrag.nodes.triage import assess, recall, route_by_shape, trust_knowledge
+from causalrag.nodes.triage import answer_focus, assess, recall, route_by_shape, trust_knowledge
 from causalrag.state.base import InputState
 from causalrag.state.cf_rag import CFRAGContext, CFRAGOutput, CFRAGState, Route
 
@@ -70,6 +71,7 @@ def build() -> StateGraph[CFRAGState, CFRAGContext, InputState, CFRAGOutput]:
     graph.add_node("answer", answer)
     graph.add_node("assess", assess)
     graph.add_node("trust_knowledge", trust_knowledge)
+    graph.add_node("answer_focus", answer_focus)
     graph.add_node("explore_counterfactuals", explore_counterfactuals)
     graph.add_node("dialectical_retrieve", dialectical_retrieve)
     graph.add_node("cluster_and_sample", cluster_and_sample)
@@ -87,11 +89,13 @@ def build() -> StateGraph[CFRAGState, CFRAGContext, InputState, CFRAGOutput]:
         {
             "keep": END,
             "knowledge": "trust_knowledge",
+            "focus": "answer_focus",
             "vote": "explore_counterfactuals",
             "paper": "explore_counterfactuals",
         },
     )
     graph.add_edge("trust_knowledge", END)
+    graph.add_edge("answer_focus", END)
     graph.add_edge("explore_counterfactuals", "dialectical_retrieve")
     graph.add_edge("dialectical_retrieve", "cluster_and_sample")
     graph.add_conditional_edges("cluster_and_sample", send_hypotheses, ["hypothesize"])

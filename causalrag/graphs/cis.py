@@ -3,7 +3,8 @@
 Before it, standard RAG's reading (``retrieve``, ``answer``) and ``assess`` look at the shape of the
 evidence (:mod:`causalrag.nodes.triage`): nothing conflicts → that answer stands; the sources disagree →
 the reranking above, then the answer the top-k confirm across sources (``answer_confirmed``); the model's
-knowledge overrules the passages → ``trust_knowledge``. ``mechanism="paper"`` reranks for every question and
+knowledge overrules the passages → ``trust_knowledge``; the sources scatter over lone answers and one passage
+is the one the question is asked of → ``answer_focus``. ``mechanism="paper"`` reranks for every question and
 reads the top-k together (``answer_reranked``).
 """
 

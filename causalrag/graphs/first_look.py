@@ -1,10 +1,10 @@
 """The first look of a method that retrieves its own passages (MoI, CIS): standard RAG's reading and the
 assessment of :mod:`causalrag.nodes.triage` before the method's own path.
 
-START → retrieve → recall → answer → assess → ``keep`` (END) / ``knowledge`` (trust_knowledge) / ``vote`` (the
-method's own first node); ``mechanism="paper"`` goes from START straight to that node. After the method's own
-steps, :func:`add_own_answer`: the paper's joint reading of its passages, or on the vote route the answer they
-confirm across sources.
+START → retrieve → recall → answer → assess → ``keep`` (END) / ``knowledge`` (trust_knowledge) / ``focus``
+(answer_focus) / ``vote`` (the method's own first node); ``mechanism="paper"`` goes from START straight to
+that node. After the method's own steps, :func:`add_own_answer`: the paper's joint reading of its passages,
+or on the vote route the answer they confirm across sources.
 """
 
 from collections.abc import Callable
@@ -14,7 +14,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from causalrag.nodes.common import answer, answer_reranked, context, retrieve
-from causalrag.nodes.triage import answer_confirmed, assess, recall, route_by_shape, trust_knowledge
+from causalrag.nodes.triage import answer_confirmed, answer_focus, assess, recall, route_by_shape, trust_knowledge
 from causalrag.state.base import RoutedContext, TriageState
 
 
@@ -38,13 +38,19 @@ def add_first_look(graph: StateGraph[Any, Any, Any, Any], own: str, top_k: Calla
     graph.add_node("answer", answer)
     graph.add_node("assess", assess)
     graph.add_node("trust_knowledge", trust_knowledge)
+    graph.add_node("answer_focus", answer_focus)
     graph.add_conditional_edges(START, start, {"look": "retrieve", "paper": own})
     graph.add_edge("retrieve", "recall")
     graph.add_edge("recall", "answer")
     graph.add_edge("answer", "assess")
     # no "paper" route out of assess: the paper's path never reaches it
-    graph.add_conditional_edges("assess", route_by_shape, {"keep": END, "knowledge": "trust_knowledge", "vote": own})
+    graph.add_conditional_edges(
+        "assess",
+        route_by_shape,
+        {"keep": END, "knowledge": "trust_knowledge", "focus": "answer_focus", "vote": own},
+    )
     graph.add_edge("trust_knowledge", END)
+    graph.add_edge("answer_focus", END)
 
 
 def add_own_answer(graph: StateGraph[Any, Any, Any, Any], *after: str) -> None:

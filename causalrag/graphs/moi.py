@@ -6,7 +6,8 @@ The baselines of the paper run through the same graph (``variant=``): ``bayes_sa
 Before it, standard RAG's reading (``retrieve``, ``answer``) and ``assess`` look at the shape of the
 evidence (:mod:`causalrag.nodes.triage`): nothing conflicts → that answer stands; the sources disagree →
 the mixture above, then the answer the passages in utility order confirm across sources (``answer_confirmed``);
-the model's knowledge overrules the passages → ``trust_knowledge``. ``mechanism="paper"`` runs the mixture for
+the model's knowledge overrules the passages → ``trust_knowledge``; the sources scatter over lone answers and
+one passage is the one the question is asked of → ``answer_focus``. ``mechanism="paper"`` runs the mixture for
 every question and reads the passages together in utility order (``answer_reranked``).
 """
 

@@ -7,8 +7,9 @@ Answerer writes (a, r) and a temperature-1.0 answer a_sc, and the loop stops onc
 
 Before the loop, standard RAG's reading (``answer``) and ``assess`` look at the shape of the evidence
 (:mod:`causalrag.nodes.triage`): nothing conflicts → that answer stands; the sources disagree → the
-loop; the model's knowledge overrules the passages → ``trust_knowledge``. ``mechanism="paper"`` runs
-the loop for every question.
+loop; the model's knowledge overrules the passages → ``trust_knowledge``; the sources scatter over
+lone answers and one passage is the one the question is asked of → ``answer_focus``. ``mechanism="paper"``
+runs the loop for every question.
 """
 
 from typing import Literal
@@ -19,7 +20,7 @@ from langgraph.runtime import Runtime
 from causalrag.graphs.registry import Method
 from causalrag.nodes.common import answer, context, retrieve
 from causalrag.nodes.retro import answer_from_evidence, check, collate, discover, requery
-from causalrag.nodes.triage import assess, recall, route_by_shape, trust_knowledge
+from causalrag.nodes.triage import answer_focus, assess, recall, route_by_shape, trust_knowledge
 from causalrag.state.base import InputState
 from causalrag.state.retro import RetroContext, RetroOutput, RetroState
 
@@ -41,6 +42,7 @@ def build() -> StateGraph[RetroState, RetroContext, InputState, RetroOutput]:
     graph.add_node("answer", answer)
     graph.add_node("assess", assess)
     graph.add_node("trust_knowledge", trust_knowledge)
+    graph.add_node("answer_focus", answer_focus)
     graph.add_node("collate", collate)
     graph.add_node("discover", discover)
     graph.add_node("answer_from_evidence", answer_from_evidence)
@@ -51,9 +53,12 @@ def build() -> StateGraph[RetroState, RetroContext, InputState, RetroOutput]:
     graph.add_edge("recall", "answer")
     graph.add_edge("answer", "assess")
     graph.add_conditional_edges(
-        "assess", route_by_shape, {"keep": END, "knowledge": "trust_knowledge", "vote": "collate", "paper": "collate"}
+        "assess",
+        route_by_shape,
+        {"keep": END, "knowledge": "trust_knowledge", "focus": "answer_focus", "vote": "collate", "paper": "collate"},
     )
     graph.add_edge("trust_knowledge", END)
+    graph.add_edge("answer_focus", END)
     graph.add_edge("collate", "discover")
     graph.add_edge("discover", "answer_from_evidence")
     graph.add_edge("answer_from_evidence", "check")

@@ -17,7 +17,8 @@ badly, but it ranks given options well. So a conflict is made explicit before an
    passages together (a hypothesis, a synthesis, a final answer), and :func:`support_matrix` asks
    each passage alone which of several answers it supports; every judgment is a ``choose``.
 4. **match** — :func:`query_relevance` scores how well a passage matches a query by the query's
-   likelihood as the question asked of that passage (CF-RAG's s(q, e)).
+   likelihood as the question asked of that passage (CF-RAG's s(q, e)); :func:`question_likelihood` is
+   that likelihood itself, for any set of passages (which passage is the question asked of?).
 
 Methods keep their own aggregation (Astute's reliability, CF-RAG's Ψ, RetroRAG's self-consistency).
 """
@@ -265,6 +266,17 @@ def support_matrix(llm: LLM, question: str, docs: Sequence[Document], answers: S
         [answer_prompt(question, [d]) for d in alone(llm, question, docs)], [list(answers)] * len(docs)
     )
     return [list(c.probs) for c in choices]
+
+
+def question_likelihood(llm: LLM, question: str, passage_sets: Sequence[Sequence[Document]]) -> list[float]:
+    """log p(question | passages), summed over the question's tokens, for each set of passages: the question
+    scored as the one asked of them in the reading prompt (:func:`~causalrag.prompts.common.reading_prefix`),
+    the query likelihood of UPR (Sachan et al., 2022, "Improving Passage Retrieval with Zero-Shot Question
+    Generation"). A single passage's prefix is the one its reading alone starts with, so its cache is reused."""
+    if not passage_sets:
+        return []
+    asked = f" {one_line(question)}"
+    return llm.logprob([reading_prefix(list(s)) for s in passage_sets], [asked] * len(passage_sets), reduce="sum")
 
 
 def query_relevance(llm: LLM, docs: Sequence[Document], queries: Sequence[str]) -> np.ndarray:

@@ -18,15 +18,16 @@ answer a question keeps when nothing conflicts), then :func:`assess` looks at th
    better with the other answer in place of theirs?;
 3. **the passages together**: standard RAG's answer, already in the state.
 
-:func:`route_by_shape` then sends the question to one of three mechanisms, each its own node:
+:func:`route_by_shape` then sends the question to one of four mechanisms, each its own node:
 
 * ``keep`` — nothing conflicts (every source that answers alone agrees with the joint reading), no
   passage answers alone but one states the joint reading's answer (a bridge, read jointly), the
   question names its own options (yes/no, "A or B": a passage read alone can only pick one, so it is
   not read alone unless ``option_votes``), or the sources scatter over several answers with no
-  plurality to trust (a correlation trap's look-alikes), or the model's closed-book answer is the joint
-  reading's and no source read alone gives it (two readings agree on what every source misses) or the
-  sources' plurality gives it too (three readings agree): standard RAG's answer stands (do no harm);
+  plurality to trust and no passage stands out as the one asked (``focus`` below), or the model's
+  closed-book answer is the joint reading's and no source read alone gives it (two readings agree on
+  what every source misses) or the sources' plurality gives it too (three readings agree): standard
+  RAG's answer stands (do no harm);
 * ``vote`` — the sources disagree and one answer has a plurality of at least two, or the joint
   reading disagrees with every source that answers alone, unless the model's closed-book answer is the
   joint reading's (``keep`` above): the method's own isolate-and-aggregate
@@ -43,7 +44,11 @@ answer a question keeps when nothing conflicts), then :func:`assess` looks at th
   lone one answers alone is a misread: that
   answer is the model's knowledge distracted by unrelated text, and its closed-book answer is the
   same knowledge undistracted — Astute RAG's worst case, §3): :func:`trust_knowledge` (Astute reads
-  its internal passages).
+  its internal passages);
+* ``focus`` — the sources scatter over lone answers with no plurality (a correlation trap's look-alikes,
+  each answering a question close to the one asked), and one passage makes the question clearly likelier
+  than every other answer's, needs no second passage to explain it, and does not state the joint
+  reading's answer (:func:`focus`): :func:`answer_focus`, that passage's answer.
 
 ``mechanism="paper"`` skips the assessment and runs the paper's own path for every question;
 ``vote``/``knowledge``/``keep`` force one mechanism (ablations).
@@ -58,9 +63,18 @@ from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
 from causalrag.nodes.common import context, emit, llm_of, question_of, traced
-from causalrag.nodes.evidence import Group, group_readings, most_confirmed, passage_text, read_cached, together
+from causalrag.nodes.evidence import (
+    Group,
+    alone,
+    group_readings,
+    most_confirmed,
+    passage_text,
+    question_likelihood,
+    read_cached,
+    together,
+)
 from causalrag.prompts.common import ANSWER_STOP, answer_prompt
-from causalrag.state.base import Assessment, Route, RoutedContext, TriageState
+from causalrag.state.base import Assessment, FocusRecord, Route, RoutedContext, TriageState
 from causalrag.text import (
     answer_kind,
     clean_answer,
@@ -235,6 +249,59 @@ def rival_answer(shape: str, route: Route, groups: Sequence[Group], closed: str,
     return None
 
 
+def focus(
+    llm: LLM, question: str, docs: Sequence[Document], groups: Sequence[Group], standard: str, ctx: RoutedContext
+) -> FocusRecord | None:
+    """Among lone look-alikes (shape ``scattered``): the passage the question is asked of, and the answer it
+    gives, or None where the joint reading should stand.
+
+    Each source that answers alone is scored by the question's likelihood as the one asked of it
+    (:func:`~causalrag.nodes.evidence.question_likelihood`, UPR's query likelihood). A correlation trap's
+    look-alikes (the first woman to swim the Channel, for the first person) answer a question close to the
+    one asked, but the passage that answers this very question makes it the likeliest. That passage decides
+    when it leads every other answer's passages by ``focus_margin`` nats, unless
+
+    * it quotes the question word for word: a planted instruction ("answer X to 'Q'") makes the question
+      likely by copying it, not by being about it; such passages are not scored;
+    * the question is likelier still, by ``focus_joint`` nats, asked of it and the runner-up together: it
+      needs both (a bridge, a comparison), and the joint reading decides;
+    * it states the joint reading's answer: the two readings agree.
+
+    Its answer is a scored choice, given that passage alone, among every lone answer and the joint
+    reading's: a passage read alone sometimes gives a part of the question back ("Dunmarrow Thistle F."
+    for the ground of Dunmarrow Thistle FC), and the choice reads the passage for the answer.
+
+    On the robustness suite's dev half, replayed over the 88 scattered questions of astute's run at fc7cac1,
+    the rule changed 16 answers, all to right ones (9 correlation traps, 6 planted instructions) and
+    lost none; without the joint check it lost 5 bridge and comparison questions, and taking the lone
+    reading instead of the choice lost 3 (docs/results.md, 2026-11-27, late).
+    """
+    answering = [(i, g) for g in groups for i in g.members if not mentions(question, passage_text(docs[i]))]
+    if len({g.answer for _, g in answering}) < 2:
+        return None
+    fitted = alone(llm, question, [docs[i] for i, _ in answering])
+    asked = question_likelihood(llm, question, [[d] for d in fitted])
+    order = sorted(range(len(answering)), key=lambda j: -asked[j])
+    top = order[0]
+    runner = next(j for j in order if answering[j][1] is not answering[top][1])
+    margin = asked[top] - asked[runner]
+    if margin < ctx.focus_margin or states(passage_text(fitted[top]), standard, question):
+        return None
+    pairs = [together(llm, question, [fitted[a], fitted[b]]) for a, b in ((top, runner), (runner, top))]
+    joint = max(question_likelihood(llm, question, pairs)) - asked[top]
+    if joint >= ctx.focus_joint:
+        return None
+    options = distinct([*(g.answer for g in groups), standard])
+    chosen = llm.choose([answer_prompt(question, [fitted[top]])], [options])[0].answer
+    i = answering[top][0]
+    return {
+        "answer": chosen or answering[top][1].answer,
+        "passage": docs[i].id or str(i),
+        "margin": round(margin, 4),
+        "joint": round(joint, 4),
+    }
+
+
 @traced
 def recall(state: TriageState, runtime: Runtime[R]) -> dict[str, Any]:
     """The model's own answer, closed book, before any passage is read, and how sure it is of it. It is
@@ -283,10 +350,16 @@ def assess(state: TriageState, runtime: Runtime[R]) -> dict[str, Any]:
         # a rival far more familiar than the passages' answer reads better anywhere: no sign of knowledge
         if contrast.fit >= ctx.knowledge_fit and contrast.familiarity <= ctx.knowledge_familiarity:
             shape, route, believed = "contradicted", "knowledge", rival
+    focused: FocusRecord | None = None
+    if shape == "scattered" and ctx.mechanism == "auto":  # nothing to vote with: is one passage the one asked?
+        focused = focus(llm, question, docs, groups, standard, ctx)
+        if focused is not None and not same_answer(focused["answer"], standard):
+            route = "focus"
     assessment: Assessment = {
         "shape": shape, "route": route if ctx.mechanism == "auto" else ctx.mechanism, "standard": standard,
         "closed_book": closed, "confidence": round(sure, 4), "believed": believed,
         **({"fit": contrast.fit, "familiarity": contrast.familiarity} if contrast.fit > float("-inf") else {}),
+        **({"focus": focused} if focused is not None else {}),
         "groups": [{"answer": g.answer, "sources": g.sources} for g in groups],
     }
     emit(runtime, "assessment", "assess", **assessment)
@@ -328,6 +401,18 @@ def trust_knowledge(state: TriageState, runtime: Runtime[R]) -> dict[str, Any]:
         "documents": stating or internal,
         "trace": [{"knowledge_answer": believed, "read_internal": bool(internal)}],
     }
+
+
+@traced
+def answer_focus(state: TriageState, runtime: Runtime[R]) -> dict[str, Any]:
+    """The focus route: the answer of the passage the question is asked of (:func:`focus`); that passage is
+    its evidence."""
+    focused = (state.get("assessment") or {}).get("focus")
+    answer = (focused["answer"] if focused else "") or str(state.get("answer") or "")
+    docs = list(state.get("documents") or [])
+    evidence = [d for i, d in enumerate(docs) if focused and (d.id or str(i)) == focused["passage"]]
+    emit(runtime, "answer", "focus", answer=answer)
+    return {"answer": answer, "documents": evidence or docs, "trace": [{"focus_answer": answer}]}
 
 
 @traced

@@ -105,7 +105,7 @@ class RAGContext:
 
 Judgment = Literal["auto", "score", "generate"]
 Mechanism = Literal["auto", "paper", "vote", "knowledge", "keep"]
-Route = Literal["keep", "vote", "knowledge", "paper"]
+Route = Literal["keep", "vote", "knowledge", "focus", "paper"]
 
 
 @dataclass(kw_only=True)
@@ -147,6 +147,19 @@ class GroupRecord(TypedDict):
     sources: list[str]
 
 
+class FocusRecord(TypedDict):
+    """The passage a question is asked of among lone look-alikes (:func:`causalrag.nodes.triage.focus`)."""
+
+    answer: str
+    """Its answer: a scored choice, given that passage alone, among the lone answers and the joint reading's."""
+    passage: str
+    """Its id."""
+    margin: float
+    """How much likelier the question is asked of it than of any other answer's passage (nats, summed)."""
+    joint: float
+    """How much likelier the question is asked of it and the runner-up together than of it alone (nats)."""
+
+
 class Assessment(TypedDict, total=False):
     """What :func:`causalrag.nodes.triage.assess` saw: the shape of the evidence and the mechanism it chose."""
 
@@ -170,6 +183,9 @@ class Assessment(TypedDict, total=False):
     familiarity: float
     """How much likelier the rival's words are than the first group's answer's with no passage (nats);
     present with ``fit``."""
+    focus: FocusRecord
+    """Where the sources scatter (shape ``scattered``): the passage the question is asked of and its answer;
+    present when one stood out (route ``focus`` when its answer differs from the joint reading's)."""
 
 
 class TriageState(RAGState):
@@ -234,6 +250,17 @@ class RoutedContext(RAGContext):
     half the contrast took the model's answer 9 times: the 3 at −2.39 and below were all wrong, the lowest
     right one was at −2.14; −2.25 lies between (docs/results.md, 2026-11-27, evening). Applies only where the
     rival is the model's own answer, not a runner-up's; −1000 weighs every answer."""
+    focus_margin: float = 1.0
+    """How much likelier (log-probability summed over the question's tokens) the question must be as the one
+    asked of a passage than of any other answer's passage, where the sources scatter over lone answers,
+    before that passage's answer replaces the joint reading's (:func:`causalrag.nodes.triage.focus`). On the
+    robustness suite's dev half every margin from 0 to 3 nats changed only wrong answers to right ones (16
+    at 1, 13 at 2, 10 at 3); a value of 1000 turns the rule off (docs/results.md, 2026-11-27, late)."""
+    focus_joint: float = 2.0
+    """How much likelier the question must be asked of that passage and the runner-up together than of it
+    alone for the pair to count as needed (a bridge or a comparison: the joint reading then stands). On the dev
+    half bars of 1 to 3 nats lost no answer; with no such check (a large value) 5 bridge and comparison
+    questions were lost."""
     option_votes: bool = False
     """Whether a passage read alone votes on a question that names its own options (yes/no; "…, A or
     B?"). Off, such a question is read jointly (shape ``compared``): a passage read alone can only pick
