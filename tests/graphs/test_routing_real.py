@@ -1,7 +1,8 @@
 """The routed default of every robust method end to end with the real bundled model on the demo collection:
 where nothing conflicts each keeps standard RAG's very answer; where sources dispute but the joint reading and
 the closed-book answer side with their plurality, MoI and CIS keep it too, and run their own path when the vote
-route is forced; on the vote route a planted passage they rank first does not decide."""
+route is forced; on the vote route a planted passage they rank first does not decide; among a correlation
+trap's lone look-alikes the passage the question is asked of answers."""
 
 import pytest
 
@@ -76,3 +77,19 @@ def test_a_planted_passage_ranked_first_does_not_decide_the_vote(method, real_ll
     assert [e["node"] for e in state["trace"]][-1] == "answer_confirmed"
     assert state["documents"][0].metadata["title"] == "Frequently asked questions"
     assert "Rostworska" in state["answer"] and "Curie" not in state["answer"]
+
+
+@pytest.mark.parametrize("method", ["astute", "retro"])
+def test_among_a_traps_look_alikes_the_passage_the_question_is_asked_of_answers(method, real_llm):
+    # a correlation trap of the robustness suite's dev half: which instrument did Cal Morrow play? Four passages
+    # about his quartet, his son and his bandmates, each read alone giving its own instrument. Measured (dev
+    # run, 2026-11-27): the joint reading said "saxophone" (his quartet's saxophonist);
+    # the question is 9 nats likelier asked of the passage that answers it than of any other, and no likelier
+    # asked of two passages together
+    item = next(e for e in load_robust(split="dev", condition="correlation_trap") if e.id.startswith("t065-"))
+    state = run(method, real_llm, Store.in_memory(item.passages), item.question)
+    assessment = state["assessment"]
+    assert (assessment["shape"], assessment["route"]) == ("scattered", "focus"), assessment
+    assert assessment["focus"]["margin"] > 3 and assessment["focus"]["joint"] < 2
+    assert [e["node"] for e in state["trace"]][-1] == "answer_focus"
+    assert "trombone" in state["answer"].lower() and "trombone" not in assessment["standard"].lower()
