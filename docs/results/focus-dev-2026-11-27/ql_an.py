@@ -5,6 +5,7 @@ suite = {json.loads(l)["id"]: json.loads(l) for l in open("causalrag/data/robust
 recs = {json.loads(l)["question_id"]: json.loads(l) for l in open("/work/runs/s50/dev/all.jsonl")}
 rows = json.load(open(sys.argv[1]))
 key = sys.argv[2] if len(sys.argv) > 2 else "ql"
+answer = sys.argv[3] if len(sys.argv) > 3 else "lone"  # "lone": the top passage's own reading; "choice": the scored choice
 def texts(rid):
     r = recs[rid]; item = suite[rid]
     title_of = {d["id"]: d["title"] for d in r["documents"]}
@@ -28,8 +29,8 @@ for stated_rule in (True, False):
             if max(pairs) - g[0][key] >= gbar: continue
             if stated_rule and states(t[order[0]], r["standard"], q): continue
             n += 1
-            new = g[0]["acc"]; old = r["pred_acc"]
+            new = r["choice_mean_acc"] if answer == "choice" else g[0]["acc"]; old = r["pred_acc"]
             if new > old: won += 1; by[r["cond"]] += 1; det.append("+" + r["id"])
             if new < old: lost += 1; by[r["cond"]] -= 1; det.append("-" + r["id"])
         print(f"stated={stated_rule} margin {m} pairgain<{gbar}: taken {n} won {won} lost {lost}", dict(by))
-        if len(sys.argv) > 3: print("    ", " ".join(det))
+        if len(sys.argv) > 4: print("    ", " ".join(det))
