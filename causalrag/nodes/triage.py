@@ -272,8 +272,8 @@ def focus(
     for the ground of Dunmarrow Thistle FC), and the choice reads the passage for the answer.
 
     On the robustness suite's dev half, replayed over the 88 scattered questions of astute's run at fc7cac1,
-    the rule changed 16 answers, all to right ones (9 correlation traps, 6 planted instructions) and
-    lost none; without the joint check it lost 5 bridge and comparison questions, and taking the lone
+    the rule changed 16 answers, all to right ones (9 correlation traps, 6 planted instructions, 1 conflict)
+    and lost none; without the joint check it lost 5 bridge and comparison questions, and taking the lone
     reading instead of the choice lost 3 (docs/results.md, 2026-11-27, late).
     """
     answering = [(i, g) for g in groups for i in g.members if not mentions(question, passage_text(docs[i]))]
