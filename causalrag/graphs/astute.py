@@ -39,9 +39,10 @@ def route_after_assess(
     answer goes straight to ``trust_knowledge`` (it was weighed on the retrieved passages themselves, and on
     the dev half the memory passages only chose back the passages' answer: docs/results.md, 2026-11-26);
     every other route first writes memory passages."""
-    if route_by_shape(state) == "keep":
+    route = route_by_shape(state)
+    if route == "keep":
         return "__end__"
-    if route_by_shape(state) == "focus":
+    if route == "focus":
         return "answer_focus"
     return "trust_knowledge" if contrasted(state, context(runtime)) else "elicit"
 
