@@ -23,7 +23,7 @@ the table gives time and work of both as multiples of the same mode's ``standard
 projection runs outside ``_decode``: it is its own column, and part of "outside".
 
 Usage: ``python benchmarks/floor.py [--questions 3] [--methods all] [--shortlist full,shortlist]``
-(``--methods moi,moi@paper``: the routed default beside the paper's path on every question).
+(``--methods triage,triage@route=vote``: a method beside itself with one parameter set otherwise).
 """
 
 from __future__ import annotations
@@ -157,7 +157,8 @@ def measure(
     homes: dict[str, str] = {}
     print(f"  runs (answers per question) in {out}", flush=True)
     for spec, label in runs(methods):
-        method, _, mechanism = spec.partition("@")  # "moi@paper": the method with that mechanism
+        method, _, assignment = spec.partition("@")  # "triage@route=vote": the method with that parameter
+        name, _, value = assignment.partition("=")
         for mode in modes:
             prior_home(homes, label, mode)
             switch(llm, mode, kept)
@@ -167,7 +168,7 @@ def measure(
                 dataset="hotpotqa",
                 methods=[method],
                 limit=questions,
-                params={method: {**registry()[method].cpu_params, **({"mechanism": mechanism} if mechanism else {})}},
+                params={method: {**registry()[method].cpu_params, **({name: value} if name else {})}},
                 backend="llamacpp",
             )
             results = run_eval(
@@ -188,8 +189,8 @@ def main() -> None:
     parser.add_argument(
         "--methods",
         default="all",
-        help="Comma-separated; standard_rag is always measured (the ratios' base). METHOD@MECHANISM runs a routed "
-        "method with that mechanism, e.g. moi@paper for the paper's path on every question.",
+        help="Comma-separated; standard_rag is always measured (the ratios' base). METHOD@NAME=VALUE runs a "
+        "method with one parameter set, e.g. triage@route=vote.",
     )
     parser.add_argument(
         "--shortlist", default="full,shortlist", help="Scored tokens over the full vocabulary, the shortlist, or both."

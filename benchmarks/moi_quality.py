@@ -22,14 +22,13 @@ from causalrag.tools.encoders import default_embeddings
 from causalrag.tools.llm import default_llm
 from causalrag.tools.store import Store
 
-PAPER = {"mechanism": "paper"}  # the paper's path on every question: these are its Table 1 configurations
-CONFIGS = {
+CONFIGS = {  # the paper's Table 1 configurations
     "standard_rag": ("standard_rag", {}),
-    "random": ("moi", {**PAPER, "variant": "random"}),
-    "bayes_saliency": ("moi", {**PAPER, "variant": "bayes_saliency"}),
-    "moi_cheap": ("moi", {**PAPER, "proposal": "cyclic", "prefix": 2}),
-    "moi": ("moi", PAPER),
-    "self_consistency": ("moi", {**PAPER, "variant": "self_consistency", "sc_permutations": 10}),
+    "random": ("moi", {"variant": "random"}),
+    "bayes_saliency": ("moi", {"variant": "bayes_saliency"}),
+    "moi_cheap": ("moi", {"proposal": "cyclic", "prefix": 2}),
+    "moi": ("moi", {}),
+    "self_consistency": ("moi", {"variant": "self_consistency", "sc_permutations": 10}),
 }
 
 

@@ -12,7 +12,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
@@ -319,6 +319,20 @@ def draw(
     out.print(line(f"wrote {out_file}"))
 
 
+def _demo_route(state: dict) -> list[Text]:
+    """The lines under a demo answer: the nodes the question went through, in order, and a routed method's
+    decision (its route and why) when the final state holds one."""
+    nodes = [str(e.get("node", "?")) for e in state.get("trace") or []]
+    lines = [line(("  path: ", "dim"), " → ".join(nodes) or "–")]
+    decision = state.get("decision")
+    if isinstance(decision, dict) and decision.get("route"):
+        parts: list[str | tuple[str, str]] = [("  route: ", "dim"), str(decision["route"])]
+        if decision.get("why"):
+            parts += [("  why: ", "dim"), _short(decision["why"], 300)]
+        lines.append(line(*parts))
+    return lines
+
+
 @app.command()
 def demo(
     methods_: Annotated[str | None, typer.Option("--methods", help="Comma-separated methods (default: all).")] = None,
@@ -331,6 +345,9 @@ def demo(
     backend: BackendOpt = None,
 ) -> None:
     """Seed the demo collection and answer a few demo questions with every method, streaming evidence.
+
+    Under each answer: the nodes the question went through, in order, and for a routed method (triage) the
+    route its decision took and why.
 
     On a CPU each method runs with its ``cpu_params`` (fewer candidates, rounds and iterations)
     and, on the transformers backend of a CPU with native bf16, bf16 weights (unless
@@ -372,6 +389,8 @@ def demo(
                 line(("✓ " if ok else "✗ ", "green" if ok else "red"), f"{method}: {state.get('answer', '')!r}"),
                 highlight=False,
             )
+            for extra in _demo_route(state):
+                out.print(extra, highlight=False)
     out.rule("summary")
     for method, s in score.items():
         out.print(f"{method:>14}: {s}/{len(picked)} answers contain the expected string")
@@ -548,6 +567,21 @@ def eval_(
     out.print(line(f"{len(mine)} results in {out_dir}; `causalrag report {out_dir}` writes the report and plots."))
 
 
+def _print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]], *, wrap: str | None = None) -> None:
+    """A report section as a simple Rich table, nothing when it has no rows; cells print as plain text, and
+    only the ``wrap`` column folds on a narrow terminal."""
+    if not rows:
+        return
+    from rich import box
+
+    table = Table(title=title, box=box.SIMPLE)
+    for name in columns:
+        table.add_column(name, no_wrap=name != wrap, overflow="fold")
+    for row in rows:
+        table.add_row(*map(line, row))
+    out.print(table)
+
+
 @app.command()
 def report(
     folders: Annotated[list[Path], typer.Argument(help="Run folder(s) written by `causalrag eval --out`.")],
@@ -580,8 +614,10 @@ def report(
     from rich import box
 
     from causalrag.eval.report import (
+        AGREEMENT_COLUMNS,
         COST_COLUMNS,
         FALLBACK_COLUMNS,
+        PATH_COLUMNS,
         QUALITY_COLUMNS,
         TERMINAL_COLUMNS,
         TERMINAL_LEGEND,
@@ -610,13 +646,10 @@ def report(
         cost.add_row(*row[:2], *row[len(QUALITY_COLUMNS) :])
     out.print(quality)
     out.print(cost)
-    if result.fallbacks:
-        fallbacks = Table(title="parse fallbacks per judgment step", box=box.SIMPLE)
-        for name in FALLBACK_COLUMNS:
-            fallbacks.add_column(name, no_wrap=True)
-        for row in result.fallbacks:
-            fallbacks.add_row(*row)
-        out.print(fallbacks)
+    _print_table("parse fallbacks per judgment step", FALLBACK_COLUMNS, result.fallbacks)
+    _print_table("routes taken (results per route, share of the method's results at K)", *result.routes)
+    _print_table("same answers on the same questions (normalized answers equal)", AGREEMENT_COLUMNS, result.agreement)
+    _print_table("most common node paths per method", PATH_COLUMNS, result.paths, wrap="path")
     written = [result.markdown, result.csv, *result.plots]
     if paired and against:  # a paired report is made only --against a baseline
         out.print(line((f"paired with {against}", "bold"), f" ({TERMINAL_LEGEND})"))

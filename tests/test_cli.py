@@ -110,3 +110,60 @@ def test_hostile_passages_and_a_huge_question_with_the_real_model(tmp_path):
         timeout=600,
     )
     assert huge.returncode == 1 and "shorten the question" in huge.stderr and "Traceback" not in huge.stderr
+
+
+@pytest.fixture
+def fake_demo(monkeypatch):
+    """`causalrag demo` on the fake model and a throw-away demo collection with fake embeddings."""
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from causalrag.corpus import demo_passages
+    from causalrag.tools.store import Store
+    from tests.fakes import FakeLLM
+
+    store = Store.in_memory(demo_passages(), embeddings=DeterministicFakeEmbedding(size=32))
+    monkeypatch.setattr("causalrag.corpus.open_store", lambda name: store)
+    monkeypatch.setattr("causalrag.tools.llm.default_llm", lambda: FakeLLM(default="Heath Ledger"))
+    return store
+
+
+def test_demo_prints_the_nodes_each_question_went_through(fake_demo):
+    from typer.testing import CliRunner
+
+    from causalrag.cli import app
+
+    result = CliRunner().invoke(app, ["demo", "--methods", "no_rag,standard_rag"])
+    assert result.exit_code == 0, result.output
+    paths = [ln.strip() for ln in result.output.splitlines() if ln.strip().startswith("path:")]
+    assert len(paths) == 2 and paths[1].endswith("answer") and "retrieve → " in paths[1]
+
+
+def test_demo_route_lines_show_a_decisions_route_and_why():
+    from causalrag.cli import _demo_route
+
+    state = {"trace": [{"node": "retrieve"}, {"node": "assess"}, {"node": "vote"}],
+             "decision": {"route": "vote", "shape": "conflict", "believed": None, "why": "two sources disagree"}}
+    lines = [t.plain for t in _demo_route(state)]
+    assert lines == ["  path: retrieve → assess → vote", "  route: vote  why: two sources disagree"]
+    assert [t.plain for t in _demo_route({"trace": [{"node": "answer"}]})] == ["  path: answer"]
+
+
+def test_report_prints_routes_agreement_and_paths(tmp_path):
+    from typer.testing import CliRunner
+
+    from causalrag.cli import app
+
+    def result(method, qid, answer, route, path):
+        return {"key": f"{method}|K=0|{qid}", "method": method, "question_id": str(qid), "inject": 0,
+                "prediction": answer, "acc": 1.0, "em": 1.0, "f1": 1.0, "llm_calls": 1, "seconds": 1.0,
+                "error": None, "path": path, "route": route, "decision": route and {"route": route, "why": "w"}}
+
+    rows = [result("triage", i, a, r, ["retrieve", "assess", r]) for i, (a, r) in
+            enumerate([("Paris", "keep"), ("Rome", "vote")])]
+    rows += [result("standard_rag", i, a, None, ["retrieve", "answer"]) for i, a in enumerate(["Paris", "Milan"])]
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    report = CliRunner().invoke(app, ["report", str(tmp_path)], env={"COLUMNS": "200"})
+    assert report.exit_code == 0, report.output
+    assert "routes taken" in report.output and "1 (50%)" in report.output
+    assert "same answers" in report.output and "1 / 2 (50%)" in report.output
+    assert "retrieve → assess → keep" in report.output and "retrieve → answer" in report.output

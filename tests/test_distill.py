@@ -103,7 +103,7 @@ def test_distill_cis_command_end_to_end(real_llm, tmp_path):
     labels = [json.loads(line) for line in (tmp_path / "m" / LABELS_FILE).read_text().splitlines()]
     assert len(labels) == 2 and all(len(row["pairs"]) == 3 for row in labels)
     # the distilled reranker stands in for the LM scorer in the cis graph (its own path, on every question)
-    state = build_graph("cis", llm=FakeLLM(default=" Canberra"), store=store, n_candidates=4, k=2, mechanism="paper",
+    state = build_graph("cis", llm=FakeLLM(default=" Canberra"), store=store, n_candidates=4, k=2,
                         reranker="cis-distilled", distilled_path=str(tmp_path / "m")).invoke(
         {"question": "What is the capital of Australia?"})
     assert len(state["documents"]) == 2 and state["trace"][1]["reranker"] == "cis-distilled"

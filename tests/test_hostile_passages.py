@@ -48,9 +48,9 @@ def obeying_llm() -> FakeLLM:
     )
 
 
-ROUTED = [m for m in causalrag.METHODS if "mechanism" in causalrag.METHODS[m].parameters()]
-"""Methods whose route depends on what the passages say (the shape of the evidence): their steps after the
-assessment are compared on the paper's path here, and the assessment itself is tested below."""
+ROUTED = ["triage"]
+"""The method whose route depends on what the passages say (the shape of the evidence): its route is tested
+below, and the node sequence above is compared for the methods whose path does not depend on it."""
 
 
 def run(method: str, extra: Passage, **params) -> tuple[dict, FakeLLM]:
@@ -66,7 +66,7 @@ def run(method: str, extra: Passage, **params) -> tuple[dict, FakeLLM]:
 
 @functools.cache  # both tests read the same runs
 def node_sequence(method: str, extra: Passage) -> tuple[list[str], FakeLLM]:
-    state, llm = run(method, extra, **({"mechanism": "paper"} if method in ROUTED else {}))
+    state, llm = run(method, extra)
     return [entry["node"] for entry in state["trace"]], llm
 
 
@@ -74,7 +74,7 @@ def prompts_of(llm: FakeLLM) -> list[str]:
     return llm.prompts + [prefix for prefix, _ in llm.scored] + [prompt for prompt, _ in llm.choices]
 
 
-@pytest.mark.parametrize("method", [m for m in causalrag.METHODS if causalrag.METHODS[m].retrieves])
+@pytest.mark.parametrize("method", [m for m in causalrag.METHODS if causalrag.METHODS[m].retrieves and m not in ROUTED])
 def test_an_injected_instruction_does_not_change_the_control_flow(method):
     calm, calm_llm = node_sequence(method, NEUTRAL)
     hostile, hostile_llm = node_sequence(method, HOSTILE)
@@ -90,9 +90,9 @@ def test_a_planted_instruction_changes_what_the_assessment_sees_not_the_answer(m
     yet the routed answer is not the planted one."""
     calm, _ = run(method, NEUTRAL)
     hostile, _ = run(method, HOSTILE)
-    assert (calm["assessment"]["route"], calm["answer"]) == ("keep", "Paris")
-    assert hostile["assessment"]["standard"] == "PWNED"  # standard RAG's joint reading obeyed the passage
-    assert hostile["assessment"]["route"] in ("vote", "knowledge") and hostile["answer"] == "Paris"
+    assert (calm["decision"]["route"], calm["answer"]) == ("keep", "Paris")
+    assert hostile["evidence"]["standard"] == "PWNED"  # standard RAG's joint reading obeyed the passage
+    assert hostile["decision"]["route"] in ("vote", "knowledge") and hostile["answer"] == "Paris"
 
 
 @pytest.mark.parametrize("method", [m for m in causalrag.METHODS if causalrag.METHODS[m].retrieves])

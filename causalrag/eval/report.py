@@ -6,7 +6,9 @@ over questions with a BCa bootstrap interval (``bootstrap``: questions resampled
 seeded); retrieval metrics average over results that returned evidence; ``misled`` (the answer states
 a wrong answer that the pool's planted or injected passages assert) exists only where such answers do.
 Cost is per question; ``× std`` divides a method's seconds (and LLM calls) per question by
-``standard_rag``'s at the same K when the run has it.
+``standard_rag``'s at the same K when the run has it. Then, where the results record them: the share of
+each routed method's results per route (``route_table``), how often two methods give the same normalized
+answer to the same question (``agreement``) and each method's most common node paths (``common_paths``).
 
 **Paired table** (``paired.md``, ``paired_summary``): each method against a baseline on the
 questions both answered (same ``question_id`` and K; a result without its partner is left out and
@@ -24,8 +26,10 @@ from __future__ import annotations
 
 import csv
 import json
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import combinations
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +37,7 @@ from scipy import stats
 
 from causalrag.errors import CausalRAGError
 from causalrag.eval.runner import CONFIG, read_results
+from causalrag.text import normalize_answer
 
 QUALITY = ("em", "f1", "acc", "recall", "ndcg", "misled")
 COST = ("llm_calls", "prompt_tokens", "new_tokens", "seconds")
@@ -235,6 +240,115 @@ def fallback_rows(rows: Sequence[dict]) -> list[list[str]]:
         [m, step, str(runs), str(fell), f"{fell / runs:.0%}" if runs else "–"]
         for (m, step), (runs, fell) in totals.items()
     ]
+
+
+# --------------------------------------------------------------------------- routes, agreement, paths
+ROUTES = ("keep", "vote", "knowledge", "focus")
+"""The routes of a routed method's decision (``row["route"]``), in the order the report shows them."""
+NO_ROUTE = "no route"
+"""The column of a routed method's results without a route (a question that raised)."""
+AGREEMENT_COLUMNS = ["method A", "method B", "same answers / shared questions (share)"]
+PATH_COLUMNS = ["method", "path", "results"]
+TOP_PATHS = 3
+
+
+def _paired_key(row: dict) -> tuple[str, int]:
+    """The question a result answers, as ``paired_summary`` pairs them: (question_id, K)."""
+    return row["question_id"], int(row["inject"])
+
+
+def _share(count: int, total: int) -> str:
+    """``count (share)``, e.g. ``3 (60%)``."""
+    return f"{count} ({count / total:.0%})" if total else str(count)
+
+
+def route_counts(rows: Sequence[dict]) -> dict[tuple[str, int], Counter[str]]:
+    """Per (method, K) of a method that routed any question: how many of its results took each route
+    (``NO_ROUTE`` for those without one); results written before routes were recorded count as none."""
+    routed = {r["method"] for r in rows if r.get("route") is not None}
+    counts: dict[tuple[str, int], Counter[str]] = {}
+    for r in rows:
+        if r["method"] in routed:
+            counts.setdefault((r["method"], int(r["inject"])), Counter())[r.get("route") or NO_ROUTE] += 1
+    return counts
+
+
+def route_columns(counts: dict[tuple[str, int], Counter[str]]) -> list[str]:
+    """The route table's columns: method, K, n, the four routes, then any other route and ``NO_ROUTE`` seen."""
+    seen = {route for c in counts.values() for route in c}
+    others = sorted(seen - set(ROUTES) - {NO_ROUTE})
+    return ["method", "K", "n", *ROUTES, *others, *([NO_ROUTE] if NO_ROUTE in seen else [])]
+
+
+def route_table(rows: Sequence[dict]) -> tuple[list[str], list[list[str]]]:
+    """The route shares as (columns, rows of text): per routed method and K, each route's count and share."""
+    counts = route_counts(rows)
+    columns = route_columns(counts)
+    table = []
+    for (method, k), c in counts.items():
+        n = sum(c.values())
+        table.append([method, str(k), str(n), *(_share(c[route], n) for route in columns[3:])])
+    return columns, table
+
+
+def agreement(rows: Sequence[dict]) -> list[dict]:
+    """Per pair of methods (in the order they come): the questions both answered (same question and K, as
+    ``paired_summary`` pairs them) and on how many their normalized answers are equal; a result that
+    raised or answered nothing agrees with none."""
+    answers: dict[str, dict[tuple[str, int], str]] = {}
+    for r in rows:
+        if r.get("question_id") is None:
+            continue
+        said = "" if r.get("error") else normalize_answer(str(r.get("prediction") or ""))
+        answers.setdefault(r["method"], {})[_paired_key(r)] = said
+    pairs = []
+    for a, b in combinations(answers, 2):
+        shared = answers[a].keys() & answers[b].keys()
+        same = sum(1 for q in shared if answers[a][q] and answers[a][q] == answers[b][q])
+        pairs.append({"a": a, "b": b, "same": same, "shared": len(shared)})
+    return [p for p in pairs if p["shared"]]
+
+
+def agreement_rows(rows: Sequence[dict]) -> list[list[str]]:
+    """The agreement table as text, in ``AGREEMENT_COLUMNS`` order."""
+    return [[p["a"], p["b"], f"{p['same']} / {p['shared']} ({p['same'] / p['shared']:.0%})"] for p in agreement(rows)]
+
+
+def common_paths(rows: Sequence[dict], top: int = TOP_PATHS) -> dict[str, list[tuple[str, int]]]:
+    """Per method, its ``top`` most common node paths (names joined with " → ") and how many results took
+    each; results without a recorded path (older runs) are left out."""
+    paths: dict[str, Counter[str]] = {}
+    for r in rows:
+        if r.get("path") is not None:
+            paths.setdefault(r["method"], Counter())[" → ".join(map(str, r["path"])) or "–"] += 1
+    return {m: c.most_common(top) for m, c in paths.items()}
+
+
+def path_rows(rows: Sequence[dict]) -> list[list[str]]:
+    """The common paths as text, in ``PATH_COLUMNS`` order."""
+    return [[m, path, str(n)] for m, top in common_paths(rows).items() for path, n in top]
+
+
+def _markdown_section(intro: str, columns: Sequence[str], table: Sequence[Sequence[str]]) -> str:
+    """An intro line and a Markdown table, followed by a blank line; empty when the table is."""
+    if not table:
+        return ""
+    lines = [intro, "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in table]) + "\n\n"
+
+
+def routes_markdown(rows: Sequence[dict]) -> str:
+    """The route-share, agreement and common-path sections of ``report.md`` (each empty without data)."""
+    columns, routes = route_table(rows)
+    return (
+        _markdown_section("Routes taken: per routed method and K, its results per route (share of its results):",
+                          columns, routes)
+        + _markdown_section("Answer agreement: per pair of methods, the questions (same question and K) on which "
+                            "their normalized answers are equal, of the questions both answered:",
+                            AGREEMENT_COLUMNS, agreement_rows(rows))
+        + _markdown_section(f"Most common node paths: per method, its {TOP_PATHS} most frequent paths through "
+                            "the graph and how many results took each:", PATH_COLUMNS, path_rows(rows))
+    )
 
 
 def markdown_table(summary: Sequence[dict]) -> str:
@@ -448,6 +562,12 @@ class Report:
     plots: list[Path]
     fallbacks: list[list[str]]
     """``fallback_rows``: per method and judgment step, runs, runs that fell back, rate."""
+    routes: tuple[list[str], list[list[str]]] = field(default_factory=lambda: ([], []))
+    """``route_table``: columns and rows of the route shares (no rows when no method routed)."""
+    agreement: list[list[str]] = field(default_factory=list)
+    """``agreement_rows``: per pair of methods, same answers of the questions both answered."""
+    paths: list[list[str]] = field(default_factory=list)
+    """``path_rows``: per method, its most common node paths (none for runs that did not record them)."""
 
 
 def _results(folder: Path) -> list[dict]:
@@ -478,12 +598,14 @@ def write_report(folder: str | Path, *, resamples: int = 2000) -> Report:
         f"Mean (95 % BCa bootstrap interval, {resamples} resamples) over questions; K = injected misleading passages; "
         "R@k/NDCG@k over the evidence each method used; misled = the answer states a wrong answer the injected "
         f"passages assert; × std = ratio to {BASELINE} at the same K.\n\n"
-        f"{markdown_table(summary)}\n\n{fallback_markdown(rows)}![accuracy](accuracy_vs_inject.png)\n\n![cost](cost.png)\n",
+        f"{markdown_table(summary)}\n\n{fallback_markdown(rows)}{routes_markdown(rows)}"
+        "![accuracy](accuracy_vs_inject.png)\n\n![cost](cost.png)\n",
         encoding="utf-8",
     )
     csv_path = folder / "report.csv"
     write_csv(summary, csv_path)
-    return Report(summary, markdown, csv_path, plots, fallback_rows(rows))
+    return Report(summary, markdown, csv_path, plots, fallback_rows(rows), route_table(rows), agreement_rows(rows),
+                  path_rows(rows))
 
 
 @dataclass

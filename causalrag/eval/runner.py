@@ -269,10 +269,24 @@ def _fallback_steps(trace: Iterable[dict]) -> dict[str, dict[str, int]]:
     return steps
 
 
+def _routing(state: dict, trace: Sequence[dict]) -> dict[str, Any]:
+    """The path a question took: node names in the order they ran, and the routed method's decision and evidence.
+
+    ``route`` is the decision's route (keep, vote, knowledge or focus; None for a method that does not route).
+    """
+    decision = state.get("decision")
+    return {
+        "path": [e.get("node") for e in trace],
+        "route": (decision or {}).get("route"),
+        "decision": decision,
+        "evidence": state.get("evidence"),
+    }
+
+
 def score_result(
     state: dict, example: Example, *, gold: Sequence[str], pool: Sequence[str] | None, asserted: Sequence[str], k: int
 ) -> dict:
-    """Answer and retrieval metrics, evidence and cost of one finished graph run."""
+    """Answer and retrieval metrics, evidence, cost and path (``_routing``) of one finished graph run."""
     from causalrag.nodes.common import summarize_trace
 
     prediction = str(state.get("answer") or "")
@@ -297,8 +311,7 @@ def score_result(
         **summarize_trace(trace),
         "fallbacks": _fallbacks(trace),
         "fallback_steps": _fallback_steps(trace),
-        # the routed methods' look at the evidence: its shape and the mechanism it chose (None for others)
-        "assessment": state.get("assessment"),
+        **_routing(state, trace),
     }
 
 

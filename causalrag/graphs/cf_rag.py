@@ -3,18 +3,10 @@
 Algorithm 1: counterfactual queries (validated) → dialectical retrieval + dedup/filter →
 spectral clusters + stratified samples → M hypotheses in parallel (one ``Send`` branch each) →
 Ψ = (1 − λ)·φ_coh + λ·φ_causal → consensus? accept a_{j*} : synthesize the top 3.
-
-Before it, standard RAG's reading (``answer``) and ``assess`` look at the shape of the evidence
-(:mod:`causalrag.nodes.triage`): nothing conflicts → that answer stands; the sources disagree → the
-counterfactual pipeline above; the model's knowledge overrules the passages → ``trust_knowledge``; the
-sources scatter over lone answers and one passage is the one the question is asked of → ``answer_focus``.
-``mechanism="paper"`` runs the pipeline for every question.
 """
 
-from typing import Literal
 
 from langgraph.graph import END, START, StateGraph
-from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from causalrag.graphs.registry import Method
@@ -27,17 +19,9 @@ from causalrag.nodes.cf_rag import (
     hypothesize,
     synthesize,
 )
-from causalrag.nodes.common import answer, context, retrieve
-from causalrag.nodes.triage import answer_focus, assess, recall, route_by_shape, trust_knowledge
-from causalrag.state.base import InputState
+from causalrag.nodes.common import retrieve
+from causalrag.state.base import ReadInput
 from causalrag.state.cf_rag import CFRAGContext, CFRAGOutput, CFRAGState, Route
-
-
-def route_after_retrieve(
-    state: CFRAGState, runtime: Runtime[CFRAGContext]
-) -> Literal["recall", "explore_counterfactuals"]:
-    """The paper's path goes straight to its own steps; every other path first reads the passages as standard RAG."""
-    return "explore_counterfactuals" if context(runtime).mechanism == "paper" else "recall"
 
 
 def send_hypotheses(state: CFRAGState) -> list[Send]:
@@ -64,14 +48,9 @@ def route_after_arbitrate(state: CFRAGState) -> Route:
     return "accept" if state.get("consensus") else "synthesize"
 
 
-def build() -> StateGraph[CFRAGState, CFRAGContext, InputState, CFRAGOutput]:
-    graph = StateGraph(CFRAGState, context_schema=CFRAGContext, input_schema=InputState, output_schema=CFRAGOutput)
+def build() -> StateGraph[CFRAGState, CFRAGContext, ReadInput, CFRAGOutput]:
+    graph = StateGraph(CFRAGState, context_schema=CFRAGContext, input_schema=ReadInput, output_schema=CFRAGOutput)
     graph.add_node("retrieve", retrieve)
-    graph.add_node("recall", recall)
-    graph.add_node("answer", answer)
-    graph.add_node("assess", assess)
-    graph.add_node("trust_knowledge", trust_knowledge)
-    graph.add_node("answer_focus", answer_focus)
     graph.add_node("explore_counterfactuals", explore_counterfactuals)
     graph.add_node("dialectical_retrieve", dialectical_retrieve)
     graph.add_node("cluster_and_sample", cluster_and_sample)
@@ -80,22 +59,7 @@ def build() -> StateGraph[CFRAGState, CFRAGContext, InputState, CFRAGOutput]:
     graph.add_node("accept", accept)
     graph.add_node("synthesize", synthesize)
     graph.add_edge(START, "retrieve")
-    graph.add_conditional_edges("retrieve", route_after_retrieve)
-    graph.add_edge("recall", "answer")
-    graph.add_edge("answer", "assess")
-    graph.add_conditional_edges(
-        "assess",
-        route_by_shape,
-        {
-            "keep": END,
-            "knowledge": "trust_knowledge",
-            "focus": "answer_focus",
-            "vote": "explore_counterfactuals",
-            "paper": "explore_counterfactuals",
-        },
-    )
-    graph.add_edge("trust_knowledge", END)
-    graph.add_edge("answer_focus", END)
+    graph.add_edge("retrieve", "explore_counterfactuals")
     graph.add_edge("explore_counterfactuals", "dialectical_retrieve")
     graph.add_edge("dialectical_retrieve", "cluster_and_sample")
     graph.add_conditional_edges("cluster_and_sample", send_hypotheses, ["hypothesize"])

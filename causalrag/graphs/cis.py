@@ -1,29 +1,28 @@
-"""CIS retrieval (Causal Knowledge Retrieval): retrieve top-N → rerank by CIS, keep top-k → answer.
+"""CIS retrieval (Causal Knowledge Retrieval, §4): retrieve top-N → rerank by CIS, keep top-k → answer.
 
-Before it, standard RAG's reading (``retrieve``, ``answer``) and ``assess`` look at the shape of the
-evidence (:mod:`causalrag.nodes.triage`): nothing conflicts → that answer stands; the sources disagree →
-the reranking above, then the answer the top-k confirm across sources (``answer_confirmed``); the model's
-knowledge overrules the passages → ``trust_knowledge``; the sources scatter over lone answers and one passage
-is the one the question is asked of → ``answer_focus``. ``mechanism="paper"`` reranks for every question and
-reads the top-k together (``answer_reranked``).
+``retrieve_candidates`` takes the first stage's top N (BM25, §5.2.1); ``rerank_cis`` keeps the k with the
+highest CIS(Q → K) = log p(K|Q) − log p(K) (§4.1), or the distilled cross-encoder's estimate of it (§4.2);
+``answer_reranked`` reads those k together, best first.
 """
 
-from langgraph.graph import StateGraph
+from langgraph.graph import END, START, StateGraph
 
-from causalrag.graphs.first_look import add_first_look, add_own_answer
 from causalrag.graphs.registry import Method
-from causalrag.nodes.cis import rerank_cis, retrieve, retrieve_candidates
+from causalrag.nodes.cis import rerank_cis, retrieve_candidates
+from causalrag.nodes.common import answer_reranked
 from causalrag.state.base import InputState
 from causalrag.state.cis import CISContext, CISOutput, CISState
 
 
 def build() -> StateGraph[CISState, CISContext, InputState, CISOutput]:
     graph = StateGraph(CISState, context_schema=CISContext, input_schema=InputState, output_schema=CISOutput)
-    add_first_look(graph, "retrieve_candidates", retrieve)
     graph.add_node("retrieve_candidates", retrieve_candidates)
     graph.add_node("rerank_cis", rerank_cis)
+    graph.add_node("answer_reranked", answer_reranked)
+    graph.add_edge(START, "retrieve_candidates")
     graph.add_edge("retrieve_candidates", "rerank_cis")
-    add_own_answer(graph, "rerank_cis")
+    graph.add_edge("rerank_cis", "answer_reranked")
+    graph.add_edge("answer_reranked", END)
     return graph
 
 

@@ -58,6 +58,7 @@ from causalrag.prompts.astute import (
 )
 from causalrag.prompts.common import ANSWER_STOP, answer_prompt
 from causalrag.state.astute import AstuteContext, AstuteState, Candidate, Group, SourceReading
+from causalrag.state.base import RAGState
 from causalrag.text import clean_answer, key_sentences, mentions
 from causalrag.tools.backends.base import LLM
 
@@ -109,8 +110,9 @@ def most_reliable(candidates: Sequence[Candidate]) -> int:
 
 # --------------------------------------------------------------------------- §3.3
 @traced
-def elicit(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
-    """Adaptive internal knowledge: up to m̂ passages from the model's memory, none when it is unsure."""
+def elicit(state: RAGState, runtime: Runtime[Any]) -> dict:
+    """Adaptive internal knowledge: up to m̂ passages from the model's memory, none when it is unsure. Any
+    context with ``max_internal`` and ``internal_tokens`` serves (``triage`` writes them on its knowledge route)."""
     ctx = context(runtime)
     question = question_of(state)
     if ctx.max_internal <= 0:

@@ -12,17 +12,11 @@ import math
 from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
-from causalrag.nodes.common import context, emit_evidence, fit, llm_of, question_of, store_of, top_k, traced
+from causalrag.nodes.common import context, emit_evidence, fit, llm_of, question_of, store_of, traced
 from causalrag.prompts.cis import passage_text, query_prefix
 from causalrag.state.cis import CISContext, CISState
 from causalrag.tools.cis import CISScore, CISScorer
 from causalrag.tools.cross_encoder import default_distilled_path, load_distilled
-
-
-@traced
-def retrieve(state: CISState, runtime: Runtime[CISContext]) -> dict:
-    """Standard RAG's top-k, for the first look (``standard_retrieval``: ``retrieval`` is the first stage of CIS)."""
-    return top_k(state, runtime, context(runtime).standard_retrieval)
 
 
 @traced

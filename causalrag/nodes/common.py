@@ -327,6 +327,6 @@ def answer(state: RAGState, runtime: Runtime[C]) -> dict[str, Any]:
 
 
 def answer_reranked(state: RAGState, runtime: Runtime[C]) -> dict[str, Any]:
-    """:func:`answer` again, from the passages a method has reordered or chosen (MoI's utility order, CIS's
-    top-k), in a graph whose ``answer`` node first read them as retrieved."""
+    """:func:`answer` from the passages a method has reordered or chosen (MoI's utility order, CIS's top-k):
+    its own node, so the trace names the step."""
     return answer(state, runtime)

@@ -1,68 +1,35 @@
-"""Look before deciding: the shape of the evidence picks the mechanism (docs/methods.md, "Deciding under conflict").
+"""``triage``'s probes and routes (the graph: :mod:`causalrag.graphs.triage`; the decision:
+:mod:`causalrag.nodes.decide`).
 
-No single aggregation is robust. Reading each passage alone and voting wins when most sources are
-right and loses when they agree on something wrong; there only the model's own knowledge can help;
-and a bridge question needs its passages read together. So a robust method first runs standard
-RAG's reading (the shared :func:`~causalrag.nodes.common.answer` node: the joint reading, and the
-answer a question keeps when nothing conflicts), then :func:`assess` looks at three readings:
+No single aggregation is robust. Reading each passage alone and voting wins when most sources are right and
+loses when they agree on something wrong; there only the model's own knowledge can help; a bridge question
+needs its passages read together. So ``triage`` first looks at the evidence with probes, each a node that adds
+to one :class:`~causalrag.state.triage.Evidence` record:
 
-1. **each passage alone** (:func:`~causalrag.nodes.evidence.read_each`), grouped by agreeing answers:
-   do the sources conflict, and does any passage answer alone?
-2. **the model's own knowledge**: its closed-book answer and how sure it is of it (mean per-token
-   log-probability). A scored *comparison* of candidates closed book measures how familiar an answer
-   string is, not whether the model knows the fact (it preferred "Batman" to "Heath Ledger" for the
-   Joker, calibrated or not); the model's confidence in its own answer tracks knowledge: on the
-   robustness suite's dev half its answers at ≥ −0.5 were right 12 times in 13. Where every passage
-   agrees on an answer the model's differs from, or two sides of several sources dispute, a
-   counterfactual contrast asks the passages themselves (:func:`counterfactual_fit`): do they read
-   better with the other answer in place of theirs?;
-3. **the passages together**: standard RAG's answer, already in the state.
+1. :func:`recall` — the model's closed-book answer and how sure it is of it (mean per-token log-probability);
+2. standard RAG's ``answer`` — the joint reading (the answer a question keeps when nothing conflicts);
+3. :func:`read_alone` — each passage read alone (:func:`~causalrag.nodes.evidence.read_each`), grouped by
+   agreeing answers;
+4. :func:`contrast` — where the decision would weigh a rival answer against the passages' own
+   (:func:`~causalrag.nodes.decide.rival_of`): do the passages read better with the rival in place of theirs?
+5. :func:`focus_probe` — where the sources scatter over lone answers: is one passage the one asked?
 
-:func:`route_by_shape` then sends the question to one of four mechanisms, each its own node:
-
-* ``keep`` — nothing conflicts (every source that answers alone agrees with the joint reading), no
-  passage answers alone but one states the joint reading's answer (a bridge, read jointly), the
-  question names its own options (yes/no, "A or B": a passage read alone can only pick one, so it is
-  not read alone unless ``option_votes``), or the sources scatter over several answers with no
-  plurality to trust and no passage stands out as the one asked (``focus`` below), or the model's
-  closed-book answer is the joint reading's and no source read alone gives it (two readings agree on
-  what every source misses) or the sources' plurality gives it too (three readings agree): standard
-  RAG's answer stands (do no harm);
-* ``vote`` — the sources disagree and one answer has a plurality of at least two, or the joint
-  reading disagrees with every source that answers alone, unless the model's closed-book answer is the
-  joint reading's (``keep`` above): the method's own isolate-and-aggregate
-  mechanism (Astute's consolidation, CF-RAG's hypotheses and Ψ, RetroRAG's loop);
-* ``knowledge`` — the model's own answer contradicts what the passages say (their majority, their
-  only answer, or their joint reading) and it is sure of it, or the passages that agree on another
-  answer read clearly better with the model's (``knowledge_fit``; asked only of an answer the model holds
-  at ``contrast_confidence`` or above, not of a guess), or the majority's passages read
-  clearly better with the runner-up's answer (two sides of at least two sources each), in both unless
-  that answer's words alone are far likelier than theirs (``knowledge_familiarity``), or it sides
-  with a minority of the sources (an independent witness for one side of a dispute: an answer with two
-  sources, or a joint reading no passage states), or no answer has
-  two sources and no passage states the joint reading's answer (the passages are off topic, and what a
-  lone one answers alone is a misread: that
-  answer is the model's knowledge distracted by unrelated text, and its closed-book answer is the
-  same knowledge undistracted — Astute RAG's worst case, §3): :func:`trust_knowledge` (Astute reads
-  its internal passages);
-* ``focus`` — the sources scatter over lone answers with no plurality (a correlation trap's look-alikes,
-  each answering a question close to the one asked), and one passage makes the question clearly likelier
-  than every other answer's, needs no second passage to explain it, and does not state the joint
-  reading's answer (:func:`focus`): :func:`answer_focus`, that passage's answer.
-
-``mechanism="paper"`` skips the assessment and runs the paper's own path for every question;
-``vote``/``knowledge``/``keep`` force one mechanism (ablations).
+:func:`decide_route` then applies the pure decision, and each route is its own node: ``keep`` ends with the
+joint reading; ``vote`` runs ``answer_confirmed`` or a paper method's aggregation (the graph's ``vote``
+node); ``knowledge`` runs :func:`trust_knowledge` (after Astute's ``elicit`` with ``knowledge_with="astute"``);
+``focus`` runs :func:`answer_focus`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
 from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
 from causalrag.nodes.common import context, emit, llm_of, question_of, traced
+from causalrag.nodes.decide import RulePolicy, canonical, decide, forced, rival_of
 from causalrag.nodes.evidence import (
     Group,
     alone,
@@ -74,7 +41,7 @@ from causalrag.nodes.evidence import (
     together,
 )
 from causalrag.prompts.common import ANSWER_STOP, answer_prompt
-from causalrag.state.base import Assessment, FocusRecord, Route, RoutedContext, TriageState
+from causalrag.state.triage import Evidence, FocusRecord, TriageContext, TriageState
 from causalrag.text import (
     answer_kind,
     clean_answer,
@@ -86,9 +53,6 @@ from causalrag.text import (
     states,
 )
 from causalrag.tools.backends.base import LLM
-
-R = TypeVar("R", bound=RoutedContext)
-"""The context of a routed method (each has its own subclass)."""
 
 
 def closed_book_answer(llm: LLM, question: str, max_new_tokens: int) -> str:
@@ -155,102 +119,8 @@ def counterfactual_fit(llm: LLM, docs: Sequence[Document], said: str, other: str
     return Contrast(fit, scores[-1] - scores[-2])
 
 
-def shape_of(
-    groups: Sequence[Group],
-    standard: str,
-    closed: str,
-    sure: float,
-    ctx: RoutedContext,
-    *,
-    stated: bool = True,
-    compared: bool = False,
-) -> tuple[str, Route, str | None]:
-    """(shape, route, the answer the model's knowledge holds against the passages) from the assessment.
-
-    Shapes: ``conflict`` — the sources disagree and one answer has a plurality of at least two of them,
-    or the joint reading disagrees with every source that answers alone; ``scattered`` — several
-    answers, none with such a plurality (a correlation trap's look-alikes, noise): nothing to vote
-    with, the joint reading stands; ``corroborated`` — the sources disagree, but the model's closed-book
-    answer is the joint reading's, and no source gives it or their plurality does (:func:`corroborated`):
-    it stands; ``agree``;
-    ``unanswered`` (no passage answers alone, but one states the joint reading's answer: a bridge);
-    ``unsupported`` (no passage answers alone, or only lone sources do, no answer with a second source
-    and none the model's own, which would be the minority rule's witness below; and none states the joint
-    reading's answer, ``stated`` false: off-topic passages, whose lone answers are misreads), where the
-    model's own answer is taken however sure it is; ``compared``
-    (the question names its own options and the passages were not read alone, ``compared`` true: the
-    joint reading decides); and ``contradicted``
-    when the model's own answer overrules what the passages say (their first group, else the joint
-    reading): it is sure of it (mean per-token log-probability ≥ ``knowledge_confidence``), or it sides
-    with a minority of the sources in a dispute and is at least ``minority_confidence`` sure. A dispute
-    needs an answer with two sources, or a joint reading that no passage states: where every source
-    gives its own answer and one passage states the joint reading's, the model's answer matching another
-    lone passage is no witness (a correlation trap's look-alikes), and the ``scattered`` shape's joint
-    reading stands. On the robustness suite's dev half the override there lost 3 answers for astute, all
-    correlation traps, and won 2 (docs/results.md, 2026-11-27). (:func:`assess` then
-    asks a counterfactual contrast where the shape is ``agree`` or ``conflict``: :func:`rival_answer`.)
-    """
-    if len(groups) >= 2:
-        sizes = [len(g.members) for g in groups]
-        said, shape = groups[0].answer, "conflict" if sizes[0] >= 2 and sizes[0] > sizes[1] else "scattered"
-    elif groups:
-        said = groups[0].answer
-        shape = "agree" if not normalize_answer(standard) or same_answer(said, standard) else "conflict"
-    else:
-        said, shape = standard, "compared" if compared else "unanswered" if stated else "unsupported"
-    singletons = all(len(g.members) < 2 for g in groups)  # no answer has a second source
-    lone = singletons and not any(same_answer(g.answer, closed) for g in groups)
-    if lone and not stated and shape in ("conflict", "scattered"):
-        said, shape = standard, "unsupported"  # lone answers read out of off-topic passages support nothing
-    if shape == "conflict" and corroborated(groups, standard, closed):
-        return "corroborated", "keep", None
-    if normalize_answer(closed) and not same_answer(closed, said):
-        if shape == "unsupported":
-            return shape, "knowledge", closed
-        if sure >= ctx.knowledge_confidence:
-            return "contradicted", "knowledge", closed
-        minority = next((g.answer for g in groups[1:] if same_answer(g.answer, closed)), None)
-        # a witness needs a dispute: one side with two sources, or a joint reading no passage states; among
-        # lone look-alikes (a correlation trap's) the one the model's answer matches is no witness
-        disputed = not singletons or not stated
-        if minority is not None and disputed and sure >= ctx.minority_confidence:
-            return "contradicted", "knowledge", minority
-    return shape, "vote" if shape == "conflict" else "keep", None
-
-
-def corroborated(groups: Sequence[Group], standard: str, closed: str) -> bool:
-    """Whether the joint reading and the model's closed-book answer agree on an answer that no passage
-    read alone gives, or that the largest group of sources gives: two readings, one with every passage
-    and one with none, that the sources either each miss or back with their plurality. A vote can only
-    choose among the sources' answers, so where they miss it, it would throw away the one answer both
-    readings found (on the robustness suite's dev half, every such vote that changed the answer lost it:
-    passages that all state a wrong answer, or off-topic ones misread alone); where their plurality
-    backs it, a vote can only overturn three readings that agree (on the dev half it kept the answer 37
-    times and changed it once, to a lone source's planted answer)."""
-    return (
-        bool(normalize_answer(closed))
-        and same_answer(closed, standard)
-        and (not any(same_answer(g.answer, standard) for g in groups) or same_answer(groups[0].answer, standard))
-    )
-
-
-def rival_answer(shape: str, route: Route, groups: Sequence[Group], closed: str, *, held: bool = True) -> str | None:
-    """The answer a counterfactual contrast weighs against the first group's (:func:`counterfactual_fit`):
-    the runner-up's when two sides of at least two sources each dispute and the vote would decide (a lone
-    dissenting source is more often a misread than a witness); else the model's own when no source that
-    answers gives it (shape ``agree``, or ``conflict`` where the vote could only pick among the sources'
-    answers) and the model holds it (``held``: at least ``contrast_confidence`` sure; a guess is no
-    knowledge to test). None otherwise."""
-    if shape == "conflict" and route == "vote" and len(groups) >= 2 and len(groups[1].members) >= 2:
-        return groups[1].answer
-    given = any(same_answer(closed, g.answer) for g in groups)
-    if shape in ("agree", "conflict") and held and normalize_answer(closed) and not given:
-        return closed
-    return None
-
-
 def focus(
-    llm: LLM, question: str, docs: Sequence[Document], groups: Sequence[Group], standard: str, ctx: RoutedContext
+    llm: LLM, question: str, docs: Sequence[Document], groups: Sequence[Group], standard: str, policy: RulePolicy
 ) -> FocusRecord | None:
     """Among lone look-alikes (shape ``scattered``): the passage the question is asked of, and the answer it
     gives, or None where the joint reading should stand.
@@ -270,11 +140,6 @@ def focus(
     Its answer is a scored choice, given that passage alone, among every lone answer and the joint
     reading's: a passage read alone sometimes gives a part of the question back ("Dunmarrow Thistle F."
     for the ground of Dunmarrow Thistle FC), and the choice reads the passage for the answer.
-
-    On the robustness suite's dev half, replayed over the 88 scattered questions of astute's run at fc7cac1,
-    the rule changed 16 answers, all to right ones (9 correlation traps, 6 planted instructions, 1 conflict)
-    and lost none; without the joint check it lost 5 bridge and comparison questions, and taking the lone
-    reading instead of the choice lost 3 (docs/results.md, 2026-11-27, late).
     """
     answering = [(i, g) for g in groups for i in g.members if not mentions(question, passage_text(docs[i]))]
     if len({g.answer for _, g in answering}) < 2:
@@ -285,11 +150,11 @@ def focus(
     top = order[0]
     runner = next(j for j in order if answering[j][1] is not answering[top][1])
     margin = asked[top] - asked[runner]
-    if margin < ctx.focus_margin or states(passage_text(fitted[top]), standard, question):
+    if margin < policy.focus_margin or states(passage_text(fitted[top]), standard, question):
         return None
     pairs = [together(llm, question, [fitted[a], fitted[b]]) for a, b in ((top, runner), (runner, top))]
     joint = max(question_likelihood(llm, question, pairs)) - asked[top]
-    if joint >= ctx.focus_joint:
+    if joint >= policy.focus_joint:
         return None
     options = distinct([*(g.answer for g in groups), standard])
     chosen = llm.choose([answer_prompt(question, [fitted[top]])], [options])[0].answer
@@ -303,11 +168,11 @@ def focus(
 
 
 @traced
-def recall(state: TriageState, runtime: Runtime[R]) -> dict[str, Any]:
+def recall(state: TriageState, runtime: Runtime[TriageContext]) -> dict[str, Any]:
     """The model's own answer, closed book, before any passage is read, and how sure it is of it. It is
     computed exact (no_rag's very answer), and an exact prompt drops every other cached sequence, so it
     comes before standard RAG's reading: that reading's cells then stay cached, and the passages read
-    alone in :func:`assess` reuse their shared header. Its confidence is scored right after, while the
+    alone in :func:`read_alone` reuse their shared header. Its confidence is scored right after, while the
     closed-book prompt is still cached, so it is computed once and depends on the question alone
     (docs/performance.md, 2026-11-27)."""
     ctx = context(runtime)
@@ -318,80 +183,100 @@ def recall(state: TriageState, runtime: Runtime[R]) -> dict[str, Any]:
     return {"closed_book": closed, "closed_book_confidence": sure, "trace": [trace]}
 
 
+
+
 @traced
-def assess(state: TriageState, runtime: Runtime[R]) -> dict[str, Any]:
-    """Read each passage alone, weigh the model's own answer (:func:`recall`) by how sure it is, and name the
-    shape of the evidence."""
+def read_alone(state: TriageState, runtime: Runtime[TriageContext]) -> dict[str, Any]:
+    """Each passage read alone and grouped by agreeing answers; whether any passage states the joint reading's
+    answer. A question that names its own options is read jointly only (``option_votes`` off): a passage read
+    alone can only pick one of them."""
     ctx = context(runtime)
-    if ctx.mechanism == "paper":
-        return {"assessment": {"shape": "", "route": "paper"}, "trace": [{"route": "paper"}]}
     llm, question = llm_of(ctx), question_of(state)
     docs = list(state.get("documents") or [])
     standard = str(state.get("answer") or "")
     compared = bool(question_options(question)) and not ctx.option_votes
-    closed = state.get("closed_book")
-    if closed is None:  # a graph of the user's own that wires assess without recall
-        closed = closed_book_answer(llm, question, ctx.max_new_tokens)
     read = state.get("read") or {}
-    groups = []
+    groups: list[Group] = []
     if not compared:
         readings, read = read_cached(llm, question, docs, read)
-        groups = group_readings(readings, [d.id or str(i) for i, d in enumerate(docs)])
-    sure = state.get("closed_book_confidence")
-    if sure is None or state.get("closed_book") is None:
-        sure = confidence(llm, question, closed)
-    stated = any(states(passage_text(d), standard, question) for d in docs)
-    shape, route, believed = shape_of(groups, standard, closed, sure, ctx, stated=stated, compared=compared)
-    held = sure >= ctx.contrast_confidence  # a guess below it is no knowledge to weigh against the passages
-    rival = rival_answer(shape, route, groups, closed, held=held) if ctx.mechanism == "auto" else None
-    contrast = Contrast(float("-inf"), 0.0)
-    if rival is not None:  # would the first group's passages read better with the rival in place of their answer?
-        contrast = counterfactual_fit(llm, [docs[i] for i in groups[0].members], groups[0].answer, rival)
-        # a rival far more familiar than the passages' answer reads better anywhere: no sign of knowledge
-        if contrast.fit >= ctx.knowledge_fit and contrast.familiarity <= ctx.knowledge_familiarity:
-            shape, route, believed = "contradicted", "knowledge", rival
-    focused: FocusRecord | None = None
-    if shape == "scattered" and ctx.mechanism == "auto":  # nothing to vote with: is one passage the one asked?
-        focused = focus(llm, question, docs, groups, standard, ctx)
-        if focused is not None and not same_answer(focused["answer"], standard):
-            route = "focus"
-    assessment: Assessment = {
-        "shape": shape, "route": route if ctx.mechanism == "auto" else ctx.mechanism, "standard": standard,
-        "closed_book": closed, "confidence": round(sure, 4), "believed": believed,
-        **({"fit": contrast.fit, "familiarity": contrast.familiarity} if contrast.fit > float("-inf") else {}),
-        **({"focus": focused} if focused is not None else {}),
-        "groups": [{"answer": g.answer, "sources": g.sources} for g in groups],
-    }
-    emit(runtime, "assessment", "assess", **assessment)
-    return {"assessment": assessment, "read": read, "trace": [dict(assessment)]}
+        groups = group_readings(readings, source_ids(docs))
+    evidence = Evidence(
+        standard=standard,
+        stated=any(states(passage_text(d), standard, question) for d in docs),
+        compared=compared,
+        closed_book=str(state.get("closed_book") or ""),
+        confidence=float(state.get("closed_book_confidence", float("-inf"))),
+        groups=canonical([g.as_dict() for g in groups]),  # type: ignore[misc]
+    )
+    emit(runtime, "probe", "read_alone", groups=evidence["groups"])
+    return {"evidence": evidence, "read": read, "trace": [{"groups": evidence["groups"]}]}
 
 
-def route_by_shape(state: TriageState) -> Route:
-    """The mechanism the assessment chose (``paper`` when it was skipped)."""
-    return (state.get("assessment") or {}).get("route", "paper")
-
-
-def contrasted(state: TriageState, ctx: RoutedContext) -> bool:
-    """Whether a counterfactual contrast chose the knowledge route: its answer was weighed on the
-    retrieved passages themselves, so a method's memory passages have nothing left to decide."""
-    assessment = state.get("assessment") or {}
-    return assessment.get("route") == "knowledge" and assessment.get("fit", float("-inf")) >= ctx.knowledge_fit
+def source_ids(docs: Sequence[Document]) -> list[str]:
+    """Each passage's id (its index where it has none): the sources a group names."""
+    return [d.id or str(i) for i, d in enumerate(docs)]
 
 
 @traced
-def trust_knowledge(state: TriageState, runtime: Runtime[R]) -> dict[str, Any]:
+def contrast(state: TriageState, runtime: Runtime[TriageContext]) -> dict[str, Any]:
+    """A counterfactual contrast: would the first group's passages read better with the rival answer
+    (:func:`~causalrag.nodes.decide.rival_of`) in place of theirs?"""
+    ctx = context(runtime)
+    evidence = state["evidence"]
+    rival = rival_of(evidence, RulePolicy.of(ctx))
+    if rival is None:
+        return {}
+    first = evidence["groups"][0]
+    docs = [d for d, i in zip(state.get("documents") or [], source_ids(state.get("documents") or []), strict=True)
+            if i in first["sources"]]
+    found = counterfactual_fit(llm_of(ctx), docs, first["answer"], rival)
+    if found.fit == float("-inf"):  # not asked: not like for like, or no passage states the answer word for word
+        return {"trace": [{"contrast": None}]}
+    record = {"rival": rival, "fit": round(found.fit, 4), "familiarity": round(found.familiarity, 4)}
+    emit(runtime, "probe", "contrast", **record)
+    return {"evidence": {"contrast": record}, "trace": [{"contrast": record}]}
+
+
+@traced
+def focus_probe(state: TriageState, runtime: Runtime[TriageContext]) -> dict[str, Any]:
+    """Where the sources scatter over lone answers: the passage the question is asked of (:func:`focus`)."""
+    ctx = context(runtime)
+    llm, question = llm_of(ctx), question_of(state)
+    docs = list(state.get("documents") or [])
+    readings, read = read_cached(llm, question, docs, state.get("read") or {})
+    groups = group_readings(readings, source_ids(docs))
+    found = focus(llm, question, docs, groups, state["evidence"].get("standard", ""), RulePolicy.of(ctx))
+    if found is None:
+        return {"trace": [{"focus": None}]}
+    emit(runtime, "probe", "focus_probe", **found)
+    return {"evidence": {"focus": found}, "trace": [{"focus": dict(found)}]}
+
+
+@traced
+def decide_route(state: TriageState, runtime: Runtime[TriageContext]) -> dict[str, Any]:
+    """The decision over the probes' record (:func:`~causalrag.nodes.decide.decide`), or the forced route."""
+    ctx = context(runtime)
+    policy = RulePolicy.of(ctx)
+    evidence = state["evidence"]
+    decision = decide(evidence, policy) if ctx.route == "auto" else forced(evidence, policy, ctx.route)
+    emit(runtime, "decision", "decide_route", **decision)
+    return {"decision": decision, "trace": [dict(decision)]}
+
+
+@traced
+def trust_knowledge(state: TriageState, runtime: Runtime[TriageContext]) -> dict[str, Any]:
     """The model's own knowledge decides: the answer it holds against the passages. A method that wrote
     passages from memory (Astute's internal passages) reads them to choose between that answer and what
     the retrieved passages say (their first group's answer, else the joint reading; not where the passages
     are off topic: shape ``unsupported``); the passages that state the answer are its evidence."""
     ctx = context(runtime)
-    assessment = state.get("assessment") or {}
-    believed = assessment.get("believed") or assessment.get("closed_book") or str(state.get("answer") or "")
+    evidence, decision = state.get("evidence") or Evidence(), state.get("decision")
+    believed = (decision or {}).get("believed") or evidence.get("closed_book") or str(state.get("answer") or "")
     internal = list(state.get("internal") or [])
-    said = next((g["answer"] for g in assessment.get("groups") or []), assessment.get("standard") or "")
+    said = next((g["answer"] for g in evidence.get("groups") or []), evidence.get("standard") or "")
     # off-topic passages (shape ``unsupported``) state no answer: the joint reading is the model's own
     # knowledge distracted by them, not a retrieved side for the memory passages to weigh
-    options = distinct([believed] if assessment.get("shape") == "unsupported" else [believed, said])
+    options = distinct([believed] if (decision or {}).get("shape") == "unsupported" else [believed, said])
     if internal and len(options) > 1:
         believed = llm_of(ctx).choose([answer_prompt(question_of(state), internal)], [options])[0].answer or believed
     stating = [d for d in state.get("documents") or [] if mentions(believed, passage_text(d))]
@@ -404,10 +289,10 @@ def trust_knowledge(state: TriageState, runtime: Runtime[R]) -> dict[str, Any]:
 
 
 @traced
-def answer_focus(state: TriageState, runtime: Runtime[R]) -> dict[str, Any]:
+def answer_focus(state: TriageState, runtime: Runtime[TriageContext]) -> dict[str, Any]:
     """The focus route: the answer of the passage the question is asked of (:func:`focus`); that passage is
     its evidence."""
-    focused = (state.get("assessment") or {}).get("focus")
+    focused = (state.get("evidence") or Evidence()).get("focus")
     answer = (focused["answer"] if focused else "") or str(state.get("answer") or "")
     docs = list(state.get("documents") or [])
     evidence = [d for i, d in enumerate(docs) if focused and (d.id or str(i)) == focused["passage"]]
@@ -416,17 +301,10 @@ def answer_focus(state: TriageState, runtime: Runtime[R]) -> dict[str, Any]:
 
 
 @traced
-def answer_confirmed(state: TriageState, runtime: Runtime[R]) -> dict[str, Any]:
-    """The vote route of a method that reorders or chooses passages (CIS's top-k, MoI's utility order): the
-    answer of those passages most confirmed across sources (:func:`~causalrag.nodes.evidence.most_confirmed`),
-    each passage read alone, the scored choice given them together in the method's order deciding among
-    equally confirmed answers.
-
-    Read jointly in the method's order alone, the 270M model follows the first passage, and a planted passage
-    that restates the question ranks first by both CIS (log p(K|Q) − log p(K) is high for it) and MoI's
-    utility: on the robustness suite's fictional cards the joint reading gave CIS 32 and MoI 27 right answers
-    of 60 where standard RAG gave 40 (docs/results.md, 2026-11-27). ``mechanism="paper"`` answers as the
-    papers do (``answer_reranked``)."""
+def answer_confirmed(state: TriageState, runtime: Runtime[TriageContext]) -> dict[str, Any]:
+    """The vote route with ``vote_with="confirm"``: the answer most confirmed across the passages read alone
+    (:func:`~causalrag.nodes.evidence.most_confirmed`: the readings ``read_alone`` made), the scored choice
+    given them together deciding among equally confirmed answers (a bridge answer no single source gives)."""
     ctx = context(runtime)
     llm, question = llm_of(ctx), question_of(state)
     docs = together(llm, question, list(state.get("documents") or [])[: ctx.k])

@@ -12,7 +12,7 @@ from typing import Required, TypedDict
 
 from langchain_core.documents import Document
 
-from causalrag.state.base import Assessment, JudgedContext, OutputState, ReadingRecord, RoutedContext, TriageState
+from causalrag.state.base import JudgedContext, OutputState, ReadingRecord, ReadState
 
 
 class Group(TypedDict, total=False):
@@ -39,9 +39,9 @@ class SourceReading(ReadingRecord):
     source: str
 
 
-class AstuteState(TriageState):
-    """``internal`` (from :class:`~causalrag.state.base.TriageState`) is I: the passages the model wrote from its
-    own memory (§3.3), empty when it abstained."""
+class AstuteState(ReadState):
+    internal: list[Document]
+    """I: the passages the model wrote from its own memory (§3.3), empty when it abstained."""
 
     pool: list[Document]
     """D₀ = E ⊕ I with their source labels (``metadata["label"]``), in prompt order (§3.4)."""
@@ -67,11 +67,10 @@ class AstuteOutput(OutputState, total=False):
     groups: list[Group]
     candidates: list[Candidate]
     chosen: int
-    assessment: Assessment
 
 
 @dataclass(kw_only=True)
-class AstuteContext(RoutedContext, JudgedContext):
+class AstuteContext(JudgedContext):
     """Astute RAG tunables, with the paper's defaults where it gives them.
 
     ``k`` (inherited) is the number of retrieved passages E: the paper uses 10 web passages

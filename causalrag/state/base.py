@@ -104,8 +104,6 @@ class RAGContext:
 
 
 Judgment = Literal["auto", "score", "generate"]
-Mechanism = Literal["auto", "paper", "vote", "knowledge", "keep"]
-Route = Literal["keep", "vote", "knowledge", "focus", "paper"]
 
 
 @dataclass(kw_only=True)
@@ -147,122 +145,16 @@ class GroupRecord(TypedDict):
     sources: list[str]
 
 
-class FocusRecord(TypedDict):
-    """The passage a question is asked of among lone look-alikes (:func:`causalrag.nodes.triage.focus`)."""
+class ReadState(RAGState):
+    """State of a method that reads passages alone for its scored judgments (``causalrag.nodes.evidence``)."""
 
-    answer: str
-    """Its answer: a scored choice, given that passage alone, among the lone answers and the joint reading's."""
-    passage: str
-    """Its id."""
-    margin: float
-    """How much likelier the question is asked of it than of any other answer's passage (nats, summed)."""
-    joint: float
-    """How much likelier the question is asked of it and the runner-up together than of it alone (nats)."""
-
-
-class Assessment(TypedDict, total=False):
-    """What :func:`causalrag.nodes.triage.assess` saw: the shape of the evidence and the mechanism it chose."""
-
-    shape: str
-    """``agree``, ``conflict``, ``scattered``, ``corroborated``, ``unanswered``, ``unsupported``, ``compared``
-    or ``contradicted`` (empty when skipped)."""
-    route: Route
-    standard: str
-    """Standard RAG's answer (the joint reading)."""
-    closed_book: str
-    """The model's answer with no passage."""
-    believed: str | None
-    """The answer the model's knowledge holds against what the passages say, when it overrules them."""
-    groups: list[GroupRecord]
-    confidence: float
-    """Mean per-token log-probability of ``closed_book``."""
-    fit: float
-    """How much better the first group's passages read with the rival answer (``closed_book`` where they
-    all agree, else the runner-up group's) in place of theirs
-    (:func:`causalrag.nodes.triage.counterfactual_fit`); present when it was asked."""
-    familiarity: float
-    """How much likelier the rival's words are than the first group's answer's with no passage (nats);
-    present with ``fit``."""
-    focus: FocusRecord
-    """Where the sources scatter (shape ``scattered``): the passage the question is asked of and its answer;
-    present when one stood out (route ``focus`` when its answer differs from the joint reading's)."""
-
-
-class TriageState(RAGState):
-    """State of a method that looks at the shape of its evidence before deciding (``causalrag.nodes.triage``)."""
-
-    closed_book: NotRequired[str]
-    """The model's answer with no passage (``triage.recall``), before standard RAG's reading."""
-    closed_book_confidence: NotRequired[float]
-    """How sure the model is of ``closed_book`` (``triage.confidence``), scored in ``recall``."""
-    assessment: Assessment
-    read: dict[str, ReadingRecord]
+    read: NotRequired[dict[str, ReadingRecord]]
     """Each passage's reading alone, by id: read once per run, reused by every later step."""
-    internal: NotRequired[list[Document]]
-    """Passages the model wrote from its own memory, for a method that writes them (Astute RAG's I)."""
 
 
-@dataclass(kw_only=True)
-class RoutedContext(RAGContext):
-    """A robust method that picks its mechanism from the shape of the evidence (``causalrag.nodes.triage``).
-    Every method but the baselines is one; those that also judge evidence extend :class:`JudgedContext` too."""
+class ReadInput(InputState, total=False):
+    """The input of a method that reads passages alone: the question, and readings made already."""
 
-    mechanism: Mechanism = "auto"
-    """"auto": chosen per question from the assessment (standard RAG's answer when nothing conflicts,
-    the method's own aggregation when sources disagree, the model's knowledge when it overrules the
-    passages); "paper": the paper's own path for every question, no assessment; "vote", "knowledge",
-    "keep": one mechanism for every question (ablations)."""
-    knowledge_confidence: float = -0.5
-    """How sure (mean per-token log-probability of its closed-book answer; −0.5 ≈ 0.61 per token) the
-    model must be before its own answer overrules what the passages say. Measured on the robustness
-    suite's dev half (docs/results.md): above it the bundled model's closed-book answers were right
-    nearly always; below it, overruling the passages cost more than it won. That holds for famous facts:
-    on correlation traps its sure answers were right about half the time, on multi-hop questions one
-    time in seven (docs/methods.md); raise it for such questions."""
-    minority_confidence: float = -5.0
-    """How sure the model must be of its own answer to side with a minority of the sources against the
-    majority. The default takes any closed-book answer (the bundled model's all scored above −3.1 on the
-    robustness suite's dev half): there, a closed-book answer that agreed with a minority of disagreeing sources
-    was right 24 times in 28, and the 4 wrong ones were all at −1.5 or above, so asking for certainty
-    there only lost right answers (docs/results.md, 2026-11-26)."""
-    knowledge_fit: float = 3.0
-    """How much better (log-probability summed over a passage, mean over the passages) the first group's
-    passages must read with a rival answer in place of theirs before the rival is taken: the model's
-    own answer where every passage agrees, the runner-up's where two sides of at least two sources
-    dispute (:func:`causalrag.nodes.triage.rival_answer`). On the robustness suite's dev half a true
-    passage never read better with a wrong rival by more than 1.7, and swapped passages read better
-    with the right one by up to 12 (docs/results.md, 2026-11-26). Off the suite, where the true answer
-    is a rare or invented name, passages read better with a familiar wrong one by up to 14 (docs/results.md,
-    2026-11-27, night). A large value (1000) turns it off."""
-    knowledge_familiarity: float = 10.0
-    """How much more familiar (log-probability of the bare strings, nats) a rival answer may be than the
-    passages' answer for the contrast to take it. Passages about an entity the model cannot know (an
-    invented novel, a company's own staff) read better with any famous name in place of a rare one: on the
-    robustness suite's fictional dev cards the contrast took a wrong rival 30 times (fit 4 to 38 nats), 25
-    of them 16 to 42 nats more familiar than the passages' answer; where it took a right answer on the
-    real dev cards (9 times), the rival was at most 8.5 nats more familiar but once (21: "Salvador Dalí"
-    for the passages' "the Belgian surrealist") (docs/results.md, 2026-11-27, day). 1000 lifts the limit."""
-    contrast_confidence: float = -2.25
-    """How sure (mean per-token log-probability) the model must be of its own closed-book answer for the
-    counterfactual contrast to weigh it against the passages. Below it the answer is a guess, and passages
-    about an entity the model cannot know read better with a guess that copies their own words ("John
-    Wexcombe" for the inventor of the Wexcombe relay) or is a familiar name. On the robustness suite's dev
-    half the contrast took the model's answer 9 times: the 3 at −2.39 and below were all wrong, the lowest
-    right one was at −2.14; −2.25 lies between (docs/results.md, 2026-11-27, evening). Applies only where the
-    rival is the model's own answer, not a runner-up's; −1000 weighs every answer."""
-    focus_margin: float = 1.0
-    """How much likelier (log-probability summed over the question's tokens) the question must be as the one
-    asked of a passage than of any other answer's passage, where the sources scatter over lone answers,
-    before that passage's answer replaces the joint reading's (:func:`causalrag.nodes.triage.focus`). On the
-    robustness suite's dev half every margin from 0 to 3 nats changed only wrong answers to right ones (16
-    at 1, 13 at 2, 10 at 3); a value of 1000 turns the rule off (docs/results.md, 2026-11-27, late)."""
-    focus_joint: float = 2.0
-    """How much likelier the question must be asked of that passage and the runner-up together than of it
-    alone for the pair to count as needed (a bridge or a comparison: the joint reading then stands). On the dev
-    half bars of 1 to 3 nats lost no answer; with no such check (a large value) 5 bridge and comparison
-    questions were lost."""
-    option_votes: bool = False
-    """Whether a passage read alone votes on a question that names its own options (yes/no; "…, A or
-    B?"). Off, such a question is read jointly (shape ``compared``): a passage read alone can only pick
-    one of the options, and the bundled model picks the question's favourite whatever the passage holds
-    (docs/results.md, 2026-11-26). Turn it on for a model whose single-passage choices follow the passage."""
+    read: dict[str, ReadingRecord]
+    """Passages already read alone for this question, by id (``triage`` hands its readings to the method it
+    votes with, so no passage is read twice)."""

@@ -12,7 +12,7 @@ from typing import Annotated, Literal, NotRequired, Required, TypedDict
 
 from langchain_core.documents import Document
 
-from causalrag.state.base import Assessment, JudgedContext, OutputState, ReadingRecord, RoutedContext, TriageState
+from causalrag.state.base import JudgedContext, OutputState, ReadingRecord, ReadState
 
 
 class Counterfactual(TypedDict, total=False):
@@ -75,7 +75,7 @@ def add_or_reset(left: list[Hypothesis] | None, right: list[Hypothesis] | None) 
     return [] if right is None else [*(left or []), *right]
 
 
-class CFRAGState(TriageState):
+class CFRAGState(ReadState):
     counterfactuals: list[Counterfactual]
     """Every candidate q' with its type, similarity, quick-RAG answer, Info score and verdict (§4.1.1)."""
     cf_queries: list[str]
@@ -100,7 +100,6 @@ class CFRAGOutput(OutputState):
     counterfactuals: list[Counterfactual]
     arbitration: list[ScoredHypothesis]
     consensus: bool
-    assessment: Assessment
 
 
 class HypothesisTask(TypedDict):
@@ -115,7 +114,7 @@ class HypothesisTask(TypedDict):
 
 
 @dataclass(kw_only=True)
-class CFRAGContext(RoutedContext, JudgedContext):
+class CFRAGContext(JudgedContext):
     """CF-RAG tunables with the paper's defaults (Table 4); ``k`` is the retrieval depth per query."""
 
     n_counterfactuals: int = 3

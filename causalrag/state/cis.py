@@ -12,30 +12,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from causalrag.state.base import Assessment, OutputState, RoutedContext, TriageState
+from causalrag.state.base import OutputState, RAGContext, RAGState
 
 
-class CISState(TriageState, total=False):
+class CISState(RAGState, total=False):
     cis_scores: list[dict]
     """Every candidate's scores, best first: id, title, cis, logp_k_given_q, logp_k, first_stage_rank."""
 
 
 class CISOutput(OutputState, total=False):
     cis_scores: list[dict]
-    assessment: Assessment
 
 
 @dataclass(kw_only=True)
-class CISContext(RoutedContext):
-    """CIS parameters; ``k`` (inherited) is the paper's top-k kept for generation (§5.1.4). With the default
-    ``mechanism="auto"`` the reranking runs where the sources disagree; ``mechanism="paper"`` runs it for
-    every question, as the paper does."""
+class CISContext(RAGContext):
+    """CIS parameters; ``k`` (inherited) is the paper's top-k kept for generation (§5.1.4)."""
 
     retrieval: Literal["dense", "bm25", "hybrid"] = "bm25"
     """First-stage retriever whose candidates are reranked (the paper reranks BM25, §5.2.1)."""
-    standard_retrieval: Literal["dense", "bm25", "hybrid"] = "dense"
-    """How the first look (``mechanism="auto"``) retrieves its top-k: standard RAG's retriever, so that a
-    question where nothing conflicts keeps ``standard_rag``'s very answer."""
     n_candidates: int = 100
     """N: candidates retrieved and scored per question (top 100 in §5.2.1; use 10-20 on a CPU)."""
     form: Literal["qa", "plain"] = "qa"

@@ -3,8 +3,7 @@ for Bridging Retrieval and Augmented Generation", ``papers/moi-mixture-of-interv
 
 The n retrieved passages are scored in several orders (interventions); a constrained least-squares
 fit separates each passage's utility u from the model's position bias w (Eq. 4); the answer step
-reads the passages in descending u. Like every robust method it first looks at the shape of the
-evidence (``mechanism``, :mod:`causalrag.nodes.triage`) and reorders only where the sources disagree.
+reads the passages in descending u.
 """
 
 from __future__ import annotations
@@ -14,12 +13,12 @@ from typing import Literal
 
 from langchain_core.documents import Document
 
-from causalrag.state.base import Assessment, OutputState, RoutedContext, TriageState
+from causalrag.state.base import OutputState, RAGContext, RAGState
 
 Variant = Literal["moi", "bayes_saliency", "random", "self_consistency"]
 
 
-class MoIState(TriageState, total=False):
+class MoIState(RAGState, total=False):
     candidates: list[Document]
     """The n retrieved passages in the retriever's order (the reference ordering of App. B)."""
     permutations: list[list[int]]
@@ -39,7 +38,6 @@ class MoIState(TriageState, total=False):
 
 
 class MoIOutput(OutputState, total=False):
-    assessment: Assessment
     ranking: list[str]
     position_weights: list[float]
     utilities: list[float]
@@ -47,10 +45,8 @@ class MoIOutput(OutputState, total=False):
 
 
 @dataclass(kw_only=True)
-class MoIContext(RoutedContext):
-    """MoI's tunables, with the paper's defaults (the full mixture of §3.2.1, no pruning). With the default
-    ``mechanism="auto"`` the mixture (or the ``variant`` baseline) runs where the sources disagree;
-    ``mechanism="paper"`` runs it for every question, as the paper does."""
+class MoIContext(RAGContext):
+    """MoI's tunables, with the paper's defaults (the full mixture of §3.2.1, no pruning)."""
 
     variant: Variant = "moi"
     """``moi`` (the method) or a baseline of Table 1 / App. C: ``bayes_saliency`` (Eq. 1, pointwise,

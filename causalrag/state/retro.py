@@ -13,7 +13,7 @@ from typing import Annotated, Literal, NotRequired, TypedDict
 
 from langchain_core.documents import Document
 
-from causalrag.state.base import Assessment, ChoiceRecord, JudgedContext, OutputState, RoutedContext, TriageState
+from causalrag.state.base import ChoiceRecord, JudgedContext, OutputState, ReadState
 
 
 class Consistency(TypedDict):
@@ -55,10 +55,9 @@ class RetroOutput(OutputState):
 
     inferential_evidence: list[str]
     rounds: Annotated[list[Round], operator.add]
-    assessment: Assessment
 
 
-class RetroState(TriageState):
+class RetroState(ReadState):
     iteration: int
     """L, the current iteration (1-based)."""
     search_query: str
@@ -86,13 +85,12 @@ class RetroState(TriageState):
 
 
 @dataclass(kw_only=True)
-class RetroContext(RoutedContext, JudgedContext):
+class RetroContext(JudgedContext):
     """RetroRAG's tunables with the paper's defaults (Experiments → Settings, Figure 4)."""
 
     retrieval: Literal["dense", "bm25", "hybrid"] = "dense"
-    """Retriever for the first reading and for collation. The paper reports BM25 and SimLM (a dense
-    retriever); dense is the default so that a question with nothing in conflict keeps standard RAG's
-    answer (standard RAG retrieves densely) rather than one read from a different passage order."""
+    """Retriever for the first retrieval and for collation. The paper reports BM25 and SimLM, a dense
+    retriever; dense is the default (the library's embedding model in SimLM's place)."""
     retrieve_k: int = 5
     """|D_C^(L)|: passages retrieved per iteration ("top 5 relevant passages")."""
     evidence_size: int = 5

@@ -7,6 +7,7 @@ import pytest
 from causalrag.errors import CausalRAGError
 from causalrag.eval.report import (
     CONDITION_GROUPS,
+    ROUTES,
     bootstrap,
     markdown_table,
     mcnemar_exact,
@@ -84,7 +85,7 @@ def test_fallbacks_are_counted_per_judgment_step(tmp_path, fake_embeddings):
         ["astute"],
         inject=[0],
         limit=2,
-        params={"astute": {"judge": "generate", "iterations": 1, "mechanism": "paper"}},
+        params={"astute": {"judge": "generate", "iterations": 1}},
     )
     run_eval(cfg, tmp_path, llm=FakeLLM(default="no format at all"), embeddings=fake_embeddings, progress=False)
     report = write_report(tmp_path, resamples=100)
@@ -247,3 +248,88 @@ def test_paired_report_writes_markdown_csv_and_a_png(tmp_path):
     assert len(lines) == 1 + 2 * 2  # robust and other: clean_single and all
     data = report.plot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 1000
+
+
+def routed(method, qid, prediction, *, k=0, route=None, path=("retrieve", "answer"), error=None):
+    """A result row as the runner writes it now (path, route, decision)."""
+    decision = None if route is None else {"route": route, "shape": "conflict", "believed": None, "why": "w"}
+    return {**row(method, k, 1.0, 1.0, 1, qid), "key": f"{method}|K={k}|{qid}", "question_id": str(qid),
+            "prediction": prediction, "path": list(path), "route": route, "decision": decision, "evidence": {},
+            "error": error}
+
+
+def old(method, qid, prediction, k=0):
+    """A result row of a run written before paths and routes were recorded."""
+    return {**row(method, k, 1.0, 1.0, 1, qid), "key": f"{method}|K={k}|{qid}", "question_id": str(qid),
+            "prediction": prediction}
+
+
+def test_route_shares_per_routed_method_and_k():
+    from causalrag.eval.report import NO_ROUTE, route_counts, route_table
+
+    rows = [routed("triage", i, "x", route=r) for i, r in enumerate(["keep", "keep", "vote", "focus"])]
+    rows += [routed("triage", 9, "", error="RuntimeError: boom"), routed("standard_rag", 0, "x"), old("cis", 0, "x")]
+    rows += [routed("triage", 0, "x", k=4, route="knowledge")]
+    counts = route_counts(rows)
+    assert set(counts) == {("triage", 0), ("triage", 4)}  # methods that never routed have no row
+    assert counts[("triage", 0)] == {"keep": 2, "vote": 1, "focus": 1, NO_ROUTE: 1}
+    columns, table = route_table(rows)
+    assert columns == ["method", "K", "n", "keep", "vote", "knowledge", "focus", NO_ROUTE]
+    assert table == [["triage", "0", "5", "2 (40%)", "1 (20%)", "0 (0%)", "1 (20%)", "1 (20%)"],
+                     ["triage", "4", "1", "0 (0%)", "0 (0%)", "1 (100%)", "0 (0%)", "0 (0%)"]]
+    assert route_table([old("cis", 0, "x"), routed("standard_rag", 0, "x")]) == (["method", "K", "n", *ROUTES], [])
+
+
+def test_agreement_pairs_the_same_question_and_k():
+    from causalrag.eval.report import agreement, agreement_rows
+
+    rows = [routed("a", 0, "The Eiffel Tower."), routed("a", 1, "Paris"), routed("a", 2, "1889"),
+            routed("a", 3, "", error="RuntimeError: x"), routed("a", 0, "Paris", k=4)]
+    rows += [old("b", 0, "eiffel tower"), old("b", 1, "London"), old("b", 2, "1889"), old("b", 3, ""),
+             old("b", 5, "only b")]
+    rows += [routed("c", 0, "x", k=4)]  # shares no (question, K) with b
+    assert agreement(rows) == [{"a": "a", "b": "b", "same": 2, "shared": 4},
+                               {"a": "a", "b": "c", "same": 0, "shared": 1}]
+    assert agreement_rows(rows) == [["a", "b", "2 / 4 (50%)"], ["a", "c", "0 / 1 (0%)"]]
+    assert agreement([routed("a", 0, "x")]) == [] and agreement([{"method": "a", "inject": 0}]) == []
+
+
+def test_common_paths_keep_the_three_most_frequent():
+    from causalrag.eval.report import common_paths, path_rows
+
+    long_path = ("retrieve", "assess", "vote", "answer")
+    rows = [routed("triage", i, "x", path=long_path) for i in range(3)]
+    rows += [routed("triage", 10 + i, "x", path=p) for i, p in enumerate(
+        [("retrieve", "answer"), ("retrieve", "answer"), ("retrieve", "focus"), ("retrieve",), ()])]
+    rows += [old("cis", 0, "x")]
+    top = common_paths(rows)
+    assert top == {"triage": [("retrieve → assess → vote → answer", 3), ("retrieve → answer", 2),
+                              ("retrieve → focus", 1)]}
+    assert path_rows(rows)[0] == ["triage", "retrieve → assess → vote → answer", "3"]
+    assert common_paths([old("cis", 0, "x")]) == {}
+
+
+def test_report_markdown_has_routes_agreement_and_paths(tmp_path):
+    rows = [routed("triage", i, a, route=r, path=("retrieve", "assess", r)) for i, (a, r) in
+            enumerate([("Paris", "keep"), ("Rome", "vote"), ("Oslo", "keep")])]
+    rows += [routed("standard_rag", i, a) for i, a in enumerate(["Paris", "Milan", "Oslo"])]
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    report = write_report(tmp_path, resamples=50)
+    text = report.markdown.read_text()
+    assert "Routes taken" in text and "| triage | 0 | 3 | 2 (67%) | 1 (33%) | 0 (0%) | 0 (0%) |" in text
+    assert "Answer agreement" in text and "| triage | standard_rag | 2 / 3 (67%) |" in text
+    assert "Most common node paths" in text and "| triage | retrieve → assess → keep | 2 |" in text
+    assert "| standard_rag | retrieve → answer | 3 |" in text
+    assert report.routes[1] and report.agreement and report.paths
+
+
+def test_report_of_an_old_run_skips_the_new_sections(tmp_path):
+    rows = [old(m, i, "Paris") for m in ("no_rag", "standard_rag") for i in range(3)]
+    for r in rows:
+        del r["question_id"]  # the oldest rows: pairing needs question_id, so agreement is left out too
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    report = write_report(tmp_path, resamples=50)
+    text = report.markdown.read_text()
+    assert "Routes taken" not in text and "Answer agreement" not in text and "Most common node paths" not in text
+    assert report.routes[1] == [] and report.agreement == [] and report.paths == []
+    assert "| standard_rag | 0 | 3 |" in text

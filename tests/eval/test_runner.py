@@ -172,3 +172,30 @@ def test_injection_without_pools_is_refused(tmp_path, fake_embeddings):
             llm=FakeLLM(),
             embeddings=fake_embeddings,
         )
+
+
+def test_a_result_records_the_node_path_and_the_decision(tmp_path, fake_embeddings):
+    """Each result holds the nodes its question went through in order; a method without a decision has no route."""
+    rows = run_eval(config(inject=[0], limit=2), tmp_path, llm=FakeLLM(default="Paris"), embeddings=fake_embeddings,
+                    progress=False)
+    by_method = {r["method"]: r for r in rows}
+    assert by_method["standard_rag"]["path"][-1] == "answer" and "retrieve" in by_method["standard_rag"]["path"]
+    assert all(r["path"] and r["route"] is None and r["decision"] is None and "assessment" not in r for r in rows)
+    stored = read_results(tmp_path)
+    assert {r["key"]: r["path"] for r in stored} == {r["key"]: r["path"] for r in rows}
+
+
+def test_a_routed_result_records_its_route_decision_and_evidence():
+    """A final state with a decision gives its route, the decision and the evidence; a failed run gives none."""
+    from causalrag.eval.datasets import Example
+    from causalrag.eval.runner import score_result
+
+    decision = {"route": "vote", "shape": "conflict", "believed": "Canberra", "why": "two sources disagree"}
+    state = {"answer": "Canberra", "decision": decision, "evidence": {"groups": 2},
+             "trace": [{"node": "retrieve"}, {"node": "assess"}, {"node": "vote"}]}
+    example = Example("q1", "What is the capital of Australia?", ["Canberra"])
+    row = score_result(state, example, gold=[], pool=None, asserted=[], k=5)
+    assert row["path"] == ["retrieve", "assess", "vote"] and row["route"] == "vote"
+    assert row["decision"] == decision and row["evidence"] == {"groups": 2} and "assessment" not in row
+    failed = score_result({}, example, gold=[], pool=None, asserted=[], k=5)
+    assert (failed["path"], failed["route"], failed["decision"], failed["evidence"]) == ([], None, None, None)

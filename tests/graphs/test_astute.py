@@ -39,9 +39,6 @@ def fake(**overrides) -> FakeLLM:
 
 def run(llm, store, question=QUESTION, **params):
     params.setdefault("judge", "generate")
-    params.setdefault(
-        "mechanism", "paper"
-    )  # the paper's path for every question; routing: tests/graphs/test_routing.py
     return build_graph("astute", llm=llm, store=store, k=3, **params).invoke({"question": question})
 
 
@@ -197,7 +194,7 @@ def test_injected_instructions_do_not_change_control_flow(memory_store):
 
 def test_stream_shows_groups_per_round_candidates_and_answer(memory_store):
     graph = build_graph(
-        "astute", llm=fake(), store=memory_store, k=3, iterations=2, judge="generate", mechanism="paper"
+        "astute", llm=fake(), store=memory_store, k=3, iterations=2, judge="generate"
     )
     events = [
         e for mode, e in graph.stream({"question": QUESTION}, stream_mode=["updates", "custom"]) if mode == "custom"

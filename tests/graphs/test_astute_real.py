@@ -17,7 +17,7 @@ EIFFEL = next(q for q in demo_questions() if q["id"] == "conflict-eiffel")
 
 
 def test_conflict_question_is_consolidated_and_answered(real_llm, demo_store):
-    graph = build_graph("astute", llm=real_llm, store=demo_store, k=3, iterations=1, mechanism="vote")
+    graph = build_graph("astute", llm=real_llm, store=demo_store, k=3, iterations=1)
     state = graph.invoke({"question": EIFFEL["question"]})
     labels = {"ext 1", "ext 2", "ext 3"} | {d.metadata["label"] for d in state["internal"]}
     assert state["groups"], state["trace"]
@@ -31,7 +31,7 @@ def test_conflict_question_is_consolidated_and_answered(real_llm, demo_store):
 
 def test_single_call_shortcut_produces_groups_and_an_answer(real_llm, demo_store):
     graph = build_graph(
-        "astute", llm=real_llm, store=demo_store, k=3, iterations=1, combined=True, judge="generate", mechanism="vote"
+        "astute", llm=real_llm, store=demo_store, k=3, iterations=1, combined=True, judge="generate"
     )
     state = graph.invoke({"question": EIFFEL["question"]})
     last = state["trace"][-1]

@@ -37,7 +37,6 @@ def reader(memory: str = "The Eiffel Tower was completed in 1889.") -> FakeLLM:
 
 def run(llm, store, question=QUESTION, **params):
     params.setdefault("k", 3)
-    params.setdefault("mechanism", "paper")
     return build_graph("astute", llm=llm, store=store, judge="score", **params).invoke({"question": question})
 
 

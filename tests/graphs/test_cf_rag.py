@@ -52,7 +52,6 @@ def fake(hypotheses, synthesis=" Heath Ledger", logprob=None):
 
 def run(llm, store, question=QUESTION, **params):
     params.setdefault("judge", "generate")
-    params.setdefault("mechanism", "paper")
     graph = build_graph("cf_rag", llm=llm, store=store, **params)
     events = list(graph.stream({"question": question}, stream_mode=["updates", "custom", "values"]))
     final = [e for mode, e in events if mode == "values"][-1]

@@ -24,7 +24,7 @@ def trap():
 
 
 def test_full_trace_on_the_correlation_trap(real_llm, memory_store, trap):
-    graph = build_graph("cf_rag", llm=real_llm, store=memory_store, judge="score", mechanism="paper", **SMALL)
+    graph = build_graph("cf_rag", llm=real_llm, store=memory_store, judge="score", **SMALL)
     events = list(graph.stream({"question": trap.question}, stream_mode=["custom", "values"]))
     state = [e for mode, e in events if mode == "values"][-1]
     custom = [e for mode, e in events if mode == "custom"]

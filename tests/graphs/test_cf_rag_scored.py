@@ -48,7 +48,6 @@ def reader() -> FakeLLM:
 
 
 def run(llm, store, **params):
-    params.setdefault("mechanism", "paper")
     return build_graph("cf_rag", llm=llm, store=store, judge="score", **params).invoke({"question": QUESTION})
 
 

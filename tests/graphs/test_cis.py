@@ -23,7 +23,7 @@ def canberra_lp(prefix: str, cont: str) -> float:
 
 def graph(llm, store, **params):
     """CIS's own path (its routing: tests/graphs/test_routing.py)."""
-    return build_graph("cis", llm=llm, store=store, **{"mechanism": "paper", **params})
+    return build_graph("cis", llm=llm, store=store, **params)
 
 
 def test_registered_with_paper_defaults_and_listed_for_studio():

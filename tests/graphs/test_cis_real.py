@@ -38,7 +38,7 @@ def hamlet_store():
 
 def test_answering_passage_outranks_lexically_closer_ones(real_llm, hamlet_store, monkeypatch, tmp_path):
     monkeypatch.setenv("CAUSALRAG_HOME", str(tmp_path))  # an empty p(K) cache
-    graph = build_graph("cis", llm=real_llm, store=hamlet_store, n_candidates=3, k=1, mechanism="paper")
+    graph = build_graph("cis", llm=real_llm, store=hamlet_store, n_candidates=3, k=1)
     state = graph.invoke({"question": QUESTION})
     ranking = state["cis_scores"]
     by_title = {row["title"]: row for row in ranking}

@@ -43,16 +43,9 @@ def paris_llm() -> FakeLLM:
     )
 
 
-ROUTED = {m for m in causalrag.METHODS if "mechanism" in causalrag.METHODS[m].parameters()}
-"""Methods that assess the evidence first; these tests follow the paper's path (routing:
-tests/graphs/test_routing.py)."""
-
-
 def graph_of(method: str, judge: str | None, store):
     params = {**causalrag.METHODS[method].cpu_params, **({"judge": judge} if judge else {})}
-    return build_graph(
-        method, llm=paris_llm(), store=store, **params, **({"mechanism": "paper"} if method in ROUTED else {})
-    )
+    return build_graph(method, llm=paris_llm(), store=store, **params)
 
 
 def split(events) -> tuple[dict, dict[str, str], list[dict], dict]:

@@ -32,7 +32,7 @@ def saliency(prefix: str, continuation: str) -> float:
 
 def run(llm, store, **params):
     """MoI's own path (its routing: tests/graphs/test_routing.py)."""
-    return build_graph("moi", llm=llm, store=store, **{"mechanism": "paper", **params}).invoke({"question": QUESTION})
+    return build_graph("moi", llm=llm, store=store, **params).invoke({"question": QUESTION})
 
 
 def titles(docs):
@@ -141,7 +141,6 @@ def test_stream_shows_permutations_scores_weights_and_utilities(memory_store):
         store=memory_store,
         candidates=4,
         k=4,
-        mechanism="paper",
     )
     events = list(graph.stream({"question": QUESTION}, stream_mode=["updates", "custom"]))
     custom = {e["type"]: e for mode, e in events if mode == "custom"}

@@ -15,7 +15,7 @@ def test_moi_ranks_every_candidate_and_answers(real_llm, demo_store):
     # the defaults (as `causalrag demo` runs MoI): n = 5 passages, |S| = 2n = 10 sampled orders and each passage
     # alone, 16 scored sequences with log p(q), in one call. (With n = 4 the Canberra and Sydney passages tie on
     # this backend, u 9.620 vs 9.622, and the answer follows whichever the arithmetic puts first.)
-    state = build_graph("moi", llm=real_llm, store=demo_store, mechanism="paper").invoke({"question": QUESTION})
+    state = build_graph("moi", llm=real_llm, store=demo_store).invoke({"question": QUESTION})
     trace = {e["node"]: e for e in state["trace"]}
     assert list(trace) == ["retrieve_candidates", "permute", "score", "solve", "answer_reranked"]
     assert len(state["ranking"]) == len(set(state["ranking"])) == 5
@@ -33,7 +33,7 @@ def test_moi_ranks_every_candidate_and_answers(real_llm, demo_store):
 
 def test_cyclic_pruned_variant_runs_cheaply(real_llm, demo_store):
     graph = build_graph(
-        "moi", llm=real_llm, store=demo_store, candidates=4, k=4, proposal="cyclic", prefix=2, mechanism="paper"
+        "moi", llm=real_llm, store=demo_store, candidates=4, k=4, proposal="cyclic", prefix=2
     )
     state = graph.invoke({"question": QUESTION})
     trace = {e["node"]: e for e in state["trace"]}

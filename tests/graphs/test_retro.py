@@ -33,7 +33,6 @@ def consistent_llm(sc_answer: str = " Rhine", sc_yes: float = 0.9, **rules) -> F
 
 def run(llm, store, question=BRIDGE, **params):
     params.setdefault("judge", "generate")  # the paper's text prompts; scored: tests/graphs/test_retro_scored.py
-    params.setdefault("mechanism", "paper")
     return build_graph("retro", llm=llm, store=store, **params).invoke({"question": question})
 
 
@@ -176,7 +175,6 @@ def test_stream_shows_every_stage(memory_store):
         store=memory_store,
         max_iterations=2,
         judge="generate",
-        mechanism="paper",
     )
     events = [
         e for mode, e in graph.stream({"question": BRIDGE}, stream_mode=["updates", "custom"]) if mode == "custom"

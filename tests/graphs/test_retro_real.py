@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow
 def test_retro_runs_the_loop_on_a_bridge_question(real_llm, demo_store):
     question = next(q for q in demo_questions() if q["id"] == "bridge-beethoven-river")
     graph = build_graph("retro", llm=real_llm, store=demo_store, max_iterations=2, evidence_size=3, retrieve_k=3,
-                        max_inferences=2, mechanism="paper")
+                        max_inferences=2)
     state = graph.invoke({"question": question["question"]})
     rounds = state["rounds"]
     assert 1 <= len(rounds) <= 2

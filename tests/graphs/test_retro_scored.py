@@ -44,7 +44,6 @@ def reader(confidence: float = 3.0, facts: str = " Beethoven was born in Bonn.\n
 
 
 def run(llm, store, **params):
-    params.setdefault("mechanism", "paper")
     return build_graph("retro", llm=llm, store=store, judge="score", **params).invoke({"question": BRIDGE})
 
 
@@ -93,7 +92,7 @@ def test_nothing_retrieved_the_written_answer_is_the_only_candidate_and_nothing_
         def retrieve(self, *args, **kwargs):
             return []
 
-    state = build_graph("retro", llm=empty, store=Nothing(), judge="score", max_iterations=1, mechanism="paper").invoke(
+    state = build_graph("retro", llm=empty, store=Nothing(), judge="score", max_iterations=1).invoke(
         {"question": BRIDGE}
     )
     answer = next(e for e in state["trace"] if e["node"] == "answer_from_evidence")
@@ -104,7 +103,7 @@ def test_nothing_retrieved_the_written_answer_is_the_only_candidate_and_nothing_
         {"Search query:": " x", "Write short facts": " nothing", "Answer the question": " "}, option=lambda p, o: -1.0
     )
     state = build_graph(
-        "retro", llm=silent, store=Nothing(), judge="score", max_iterations=1, mechanism="paper"
+        "retro", llm=silent, store=Nothing(), judge="score", max_iterations=1
     ).invoke({"question": BRIDGE})
     assert (
         next(e for e in state["trace"] if e["node"] == "answer_from_evidence")["no_candidate_fallbacks"] == 1

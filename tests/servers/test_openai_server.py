@@ -128,7 +128,7 @@ def test_a_server_without_prompt_logprobs_is_one_sentence(route, api):
         store = Store.in_memory(PASSAGES, embeddings=DeterministicFakeEmbedding(size=16))
         with pytest.raises(CausalRAGError, match="log-probabilities"):
             cis = causalrag.build_graph(
-                "cis", llm=llm, store=store, retrieval="bm25", k=1, n_candidates=2, mechanism="paper"
+                "cis", llm=llm, store=store, retrieval="bm25", k=1, n_candidates=2
             )
             cis.invoke({"question": QUESTIONS[0]})
 

@@ -451,7 +451,7 @@ def test_a_chat_model_runs_every_judgment_scored(chat_llm, demo_store):
     from causalrag.graphs.registry import build_graph
 
     q = next(q for q in demo_questions() if q["id"] == "simple-pride")
-    graph = build_graph("astute", llm=chat_llm, store=demo_store, **METHODS["astute"].cpu_params, mechanism="paper")
+    graph = build_graph("astute", llm=chat_llm, store=demo_store, **METHODS["astute"].cpu_params)
     state = graph.invoke({"question": q["question"]})
     assert state["answer"].strip()
     assert state["readings"] and all(r["how"] for r in state["readings"]), state["readings"]

@@ -1,4 +1,4 @@
-"""The assessment and its routes (causalrag.nodes.triage) in every robust method, with a fake LLM.
+"""``triage``: its probes, its decision (causalrag.nodes.decide) and its routes, with a fake LLM.
 
 The fake reads like the real model is asked to: a prompt with one passage answers what that passage
 states, a prompt with several answers what the standard reading says, a prompt with none answers
@@ -10,22 +10,21 @@ from collections.abc import Callable
 import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
-from langgraph.graph import START, StateGraph
 
 from causalrag.graphs.registry import build_graph, get_method
-from causalrag.nodes.common import answer, retrieve
-from causalrag.nodes.evidence import Group
-from causalrag.nodes.triage import assess, counterfactual_fit, rival_answer, shape_of
+from causalrag.nodes.decide import RulePolicy, decide, rival_of, shape_of
+from causalrag.nodes.triage import counterfactual_fit
 from causalrag.prompts.common import answer_prompt
-from causalrag.state.base import RoutedContext, TriageState
+from causalrag.state.triage import Evidence
 from causalrag.tools.store import Passage, Store
 from tests.fakes import FakeLLM
 
 QUESTION = "What is the capital of Australia?"
-ROUTED = ("astute", "cf_rag", "retro", "moi", "cis")
+VOTERS = ("confirm", "astute", "cf_rag", "retro", "moi", "cis")
+"""What the vote route can run: the cross-source confirmation, or any paper method's own aggregation."""
 REORDERING = ("moi", "cis")
-"""The methods whose own mechanism reorders or chooses passages, then answers from them (``answer_confirmed`` on
-the vote route, ``answer_reranked`` on the paper's path)."""
+"""The paper methods that reorder or choose passages, then read them together (``answer_reranked``)."""
+PROBES = ["retrieve", "recall", "answer", "read_alone"]
 
 
 WORDINGS = (  # different enough that CF-RAG's near-duplicate filter (Eq. 4) keeps every source
@@ -100,22 +99,51 @@ def reader(
     return FakeLLM(default=reply, option=option, logprob=text)
 
 
-def run(method: str, llm: FakeLLM, store: Store, question: str = QUESTION, **params) -> dict:
+def run(vote_with: str, llm: FakeLLM, store: Store, question: str = QUESTION, **params) -> dict:
+    """``triage`` voting with ``vote_with`` (its CPU-sized parameters, scored judgments)."""
+    params = {"judge": "score", "vote_size": "cpu", **params}
+    return build_graph("triage", llm=llm, store=store, k=5, vote_with=vote_with, **params).invoke(
+        {"question": question}
+    )
+
+
+def run_paper(method: str, llm: FakeLLM, store: Store, **params) -> dict:
     judged = "judge" in get_method(method).parameters()
     params = {**({"judge": "score"} if judged else {}), **get_method(method).cpu_params, **params}
-    return build_graph(method, llm=llm, store=store, k=5, **params).invoke({"question": question})
+    return build_graph(method, llm=llm, store=store, k=5, **params).invoke({"question": QUESTION})
 
 
 def nodes(state: dict) -> list[str]:
     return [e["node"] for e in state["trace"]]
 
 
+def ran(state: dict) -> list[str]:
+    """Every node that ran, the voting method's own (the ``vote`` subgraph's) included."""
+    return [n for e in state["trace"] for n in [e["node"], *e.get("vote_path", [])]]
+
+
+def seen(state: dict) -> dict:
+    """The evidence record and the decision as one dict, the contrast's fields flattened."""
+    evidence = dict(state["evidence"])
+    return {**evidence, **evidence.pop("contrast", {}), **state["decision"]}
+
+
 # --------------------------------------------------------------------------- the rule
-def groups(*sizes: tuple[str, int]) -> list[Group]:
-    return [Group(answer, [f"s{i}" for i in range(n)], list(range(n))) for answer, n in sizes]
+def groups(*sizes: tuple[str, int]) -> list[dict]:
+    return [{"answer": answer, "sources": [f"{answer}{i}" for i in range(n)]} for answer, n in sizes]
 
 
-CTX = RoutedContext()
+POLICY = RulePolicy()
+
+
+def evidence(found, standard, closed, sure, *, stated=True, compared=False) -> Evidence:
+    return Evidence(standard=standard, closed_book=closed, confidence=sure, groups=found, stated=stated,
+                    compared=compared)
+
+
+def shape(found, standard, closed, sure, **kw) -> tuple:
+    """(shape, route, believed) before any contrast or focus probe."""
+    return shape_of(evidence(found, standard, closed, sure, **kw), POLICY)[:3]
 
 
 @pytest.mark.parametrize(
@@ -153,7 +181,7 @@ CTX = RoutedContext()
     ],
 )
 def test_shape_and_route(found, standard, closed, sure, expected):
-    assert shape_of(found, standard, closed, sure, CTX) == expected
+    assert shape(found, standard, closed, sure) == expected
 
 
 @pytest.mark.parametrize(
@@ -169,16 +197,15 @@ def test_shape_and_route(found, standard, closed, sure, expected):
     ],
 )
 def test_the_rival_a_counterfactual_contrast_weighs(found, closed, expected):
-    shape, route, _ = shape_of(found, found[0].answer, closed, -3.0, CTX)
-    assert rival_answer(shape, route, found, closed) == expected
+    assert rival_of(evidence(found, found[0]["answer"], closed, -2.0), POLICY) == expected
 
 
 def test_a_guess_is_not_weighed_but_a_runner_up_is():
     """Below ``contrast_confidence`` the model's own answer is a guess: no contrast asks the passages about it;
     a runner-up with two sources is weighed however unsure the model is."""
     agreeing, disputing = groups(("Sydney", 3)), groups(("Sydney", 3), ("Canberra", 2))
-    assert rival_answer("agree", "keep", agreeing, "Canberra", held=False) is None
-    assert rival_answer("conflict", "vote", disputing, "Perth", held=False) == "Canberra"
+    assert rival_of(evidence(agreeing, "Sydney", "Canberra", -3.0), POLICY) is None
+    assert rival_of(evidence(disputing, "Sydney", "Perth", -3.0), POLICY) == "Canberra"
 
 
 def test_counterfactual_fit_swaps_the_stated_answer_word_for_word():
@@ -227,7 +254,7 @@ def test_counterfactual_fit_swaps_a_whole_name_for_a_surname_read_alone():
     ],
 )
 def test_no_passage_answering_or_stating_the_joint_answer_leaves_it_to_knowledge(closed, sure, expected):
-    assert shape_of([], "Tartu", closed, sure, CTX, stated=False) == expected
+    assert shape([], "Tartu", closed, sure, stated=False) == expected
 
 
 @pytest.mark.parametrize(
@@ -249,7 +276,7 @@ def test_no_passage_answering_or_stating_the_joint_answer_leaves_it_to_knowledge
     ],
 )
 def test_lone_answers_from_passages_that_never_state_the_joint_answer_leave_it_to_knowledge(found, stated, expected):
-    assert shape_of(found, "Tartu", "Oslo", -3.0, CTX, stated=stated) == expected
+    assert shape(found, "Tartu", "Oslo", -3.0, stated=stated) == expected
 
 
 @pytest.mark.parametrize(
@@ -260,23 +287,24 @@ def test_lone_answers_from_passages_that_never_state_the_joint_answer_leave_it_t
     ],
 )
 def test_a_question_naming_its_options_is_read_jointly(closed, sure, expected):
-    assert shape_of([], "Canberra", closed, sure, CTX, compared=True) == expected
+    assert shape([], "Canberra", closed, sure, compared=True) == expected
 
 
 # --------------------------------------------------------------------------- the graphs
-@pytest.mark.parametrize("method", ROUTED)
+@pytest.mark.parametrize("method", VOTERS)
 def test_nothing_in_conflict_keeps_standard_rags_answer(method):
     store = store_of("Canberra", "Canberra", "Canberra")
     llm = reader(standard="Canberra", closed="Sydney")
     state = run(method, llm, store)
     standard = build_graph("standard_rag", llm=llm, store=store, k=5).invoke({"question": QUESTION})
     assert state["answer"] == standard["answer"] == "Canberra"
-    assert nodes(state) == ["retrieve", "recall", "answer", "assess"]
+    assert nodes(state) == [*PROBES, "decide_route"]
     assert llm.exact_streams[:2] == [True, True]  # the joint reading and the closed-book answer: no_rag's very one
-    assert state["assessment"]["shape"] == "agree" and state["assessment"]["route"] == "keep"
+    assert seen(state)["shape"] == "agree" and seen(state)["route"] == "keep"
 
 
 MECHANISM = {
+    "confirm": "answer_confirmed",
     "astute": "consolidate",
     "cf_rag": "arbitrate",
     "retro": "answer_from_evidence",
@@ -285,120 +313,107 @@ MECHANISM = {
 }
 
 
-@pytest.mark.parametrize("method", ROUTED)
+@pytest.mark.parametrize("method", VOTERS)
 def test_disagreeing_sources_go_to_the_methods_own_aggregation(method):
     store = store_of("Canberra", "Canberra", "Canberra", "Sydney", "Sydney")
     state = run(method, reader(standard="Sydney", closed="Perth"), store)
-    assessment = state["assessment"]
+    assessment = seen(state)
     assert (assessment["shape"], assessment["route"]) == ("conflict", "vote")
     assert [g["answer"] for g in assessment["groups"]] == ["Canberra", "Sydney"]
-    assert MECHANISM[method] in nodes(state) and "trust_knowledge" not in nodes(state)
-    assert state["answer"] == "Canberra"  # three sources against two; the joint reading said Sydney
-    if method in REORDERING:  # the reordered passages' joint reading says Sydney too: confirmation decides
-        assert nodes(state)[-1] == "answer_confirmed"
+    assert MECHANISM[method] in ran(state) and "trust_knowledge" not in nodes(state)
+    assert nodes(state)[-1] == ("answer_confirmed" if method == "confirm" else "vote")
+    if method in REORDERING:  # the paper reads its reordered passages together: the joint reading's Sydney
+        assert state["answer"] == "Sydney"
+    else:  # three sources against two; the joint reading said Sydney
+        assert state["answer"] == "Canberra"
+    if method == "confirm":
         assert state["trace"][-1]["choice"]["options"] == ["Canberra", "Sydney"]
 
 
 @pytest.mark.parametrize("method", REORDERING)
 def test_the_papers_path_reads_the_reordered_passages_together(method):
     store = store_of("Canberra", "Canberra", "Canberra", "Sydney", "Sydney")
-    state = run(method, reader(standard="Sydney", closed="Perth"), store, mechanism="paper")
+    state = run_paper(method, reader(standard="Sydney", closed="Perth"), store)
     assert MECHANISM[method] in nodes(state) and nodes(state)[-1] == "answer_reranked"
-    assert "assess" not in nodes(state) and state["answer"] == "Sydney"  # the joint reading, as the paper answers
+    assert "read_alone" not in nodes(state) and state["answer"] == "Sydney"  # the joint reading, as the paper answers
 
 
-@pytest.mark.parametrize("method", ROUTED)
+@pytest.mark.parametrize("method", VOTERS)
 def test_a_joint_answer_the_model_also_gives_stands_against_sources_that_all_miss_it(method):
     store = store_of("Sydney", "Sydney", "Sydney")
     state = run(method, reader(standard="Canberra", closed="Canberra", sure=-2.0), store)
-    assessment = state["assessment"]
+    assessment = seen(state)
     assert (assessment["shape"], assessment["route"]) == ("corroborated", "keep")
-    assert nodes(state) == ["retrieve", "recall", "answer", "assess"] and state["answer"] == "Canberra"
+    assert nodes(state) == [*PROBES, "decide_route"] and state["answer"] == "Canberra"
 
 
-@pytest.mark.parametrize("method", ROUTED)
+@pytest.mark.parametrize("method", VOTERS)
 def test_a_plurality_that_the_joint_reading_and_the_model_both_give_is_not_put_to_a_vote(method):
     """Three sources against two, and standard RAG and the closed-book model side with the three: the
     method's own mechanism could only overturn three readings that agree."""
     store = store_of("Canberra", "Canberra", "Canberra", "Sydney", "Sydney")
     state = run(method, reader(standard="Canberra", closed="Canberra", sure=-6.0), store)
-    assessment = state["assessment"]
+    assessment = seen(state)
     assert (assessment["shape"], assessment["route"]) == ("corroborated", "keep")
     assert [g["answer"] for g in assessment["groups"]] == ["Canberra", "Sydney"]
-    assert nodes(state) == ["retrieve", "recall", "answer", "assess"] and state["answer"] == "Canberra"
+    assert nodes(state) == [*PROBES, "decide_route"] and state["answer"] == "Canberra"
 
 
-@pytest.mark.parametrize("method", ROUTED)
+@pytest.mark.parametrize("method", VOTERS)
 def test_a_sure_model_overrules_passages_that_agree_on_something_else(method):
     store = store_of("Sydney", "Sydney", "Sydney")
     state = run(method, reader(standard="Sydney", closed="Canberra", sure=-0.2), store)
-    assessment = state["assessment"]
+    assessment = seen(state)
     assert (assessment["shape"], assessment["route"], assessment["believed"]) == (
         "contradicted",
         "knowledge",
         "Canberra",
     )
-    assert nodes(state)[-1] == "trust_knowledge" and MECHANISM[method] not in nodes(state)
+    assert nodes(state)[-1] == "trust_knowledge" and MECHANISM[method] not in ran(state)
     assert state["answer"] == "Canberra"
 
 
-@pytest.mark.parametrize("method", ROUTED)
+@pytest.mark.parametrize("method", VOTERS)
 def test_the_models_confidence_is_scored_once_in_recall(method):
-    """recall scores how sure the model is of its closed-book answer while that prompt is cached; assess
+    """recall scores how sure the model is of its closed-book answer while that prompt is cached; read_alone
     reads it from the state instead of scoring the closed-book prompt again."""
     llm = reader(standard="Sydney", closed="Canberra", sure=-0.2)
     state = run(method, llm, store_of("Sydney", "Sydney", "Sydney"))
     closed_book = answer_prompt(QUESTION, [])
     assert [options for prompt, options in llm.choices if prompt == closed_book] == [("Canberra",)]
-    assert state["assessment"]["confidence"] == pytest.approx(-0.2)
+    assert seen(state)["confidence"] == pytest.approx(-0.2)
     assert next(e for e in state["trace"] if e["node"] == "recall")["confidence"] == pytest.approx(-0.2)
 
 
-def test_assess_in_a_graph_without_recall_asks_the_closed_book_answer_itself():
-    """A graph of one's own may wire assess straight after standard RAG's reading: the model's answer is
-    then asked there, and still overrules passages it is sure are wrong."""
-    graph = StateGraph(TriageState, context_schema=RoutedContext)
-    for node in (retrieve, answer, assess):
-        graph.add_node(node.__name__, node)
-    graph.add_edge(START, "retrieve")
-    graph.add_edge("retrieve", "answer")
-    graph.add_edge("answer", "assess")
-    llm = reader(standard="Sydney", closed="Canberra", sure=-0.2)
-    context = RoutedContext(llm=llm, store=store_of("Sydney", "Sydney", "Sydney"), k=5)
-    state = graph.compile().invoke({"question": QUESTION}, context=context)
-    assert "closed_book" not in state
-    assert (state["assessment"]["closed_book"], state["assessment"]["route"]) == ("Canberra", "knowledge")
-
-
-@pytest.mark.parametrize("method", ROUTED)
+@pytest.mark.parametrize("method", VOTERS)
 def test_an_unsure_model_leaves_the_passages_alone(method):
     store = store_of("Sydney", "Sydney", "Sydney")
     state = run(method, reader(standard="Sydney", closed="Canberra", sure=-2.0), store)
-    assert state["assessment"]["route"] == "keep" and state["answer"] == "Sydney"
-    assert state["assessment"]["fit"] == 0.0  # asked, and the passages read no better with its answer
+    assert seen(state)["route"] == "keep" and state["answer"] == "Sydney"
+    assert seen(state)["fit"] == 0.0  # asked, and the passages read no better with its answer
 
 
-@pytest.mark.parametrize("method", ROUTED)
+@pytest.mark.parametrize("method", VOTERS)
 def test_a_majority_whose_passages_read_better_with_the_runner_ups_answer_yields_to_it(method):
     store = store_of("Sydney", "Sydney", "Sydney", "Canberra", "Canberra")
     state = run(method, reader(standard="Sydney", closed="Perth", fit=3.5, fitting="Canberra"), store)
-    assessment = state["assessment"]
+    assessment = seen(state)
     assert (assessment["shape"], assessment["route"], assessment["fit"]) == ("contradicted", "knowledge", 3.5)
-    assert assessment["believed"] == "Canberra" and MECHANISM[method] not in nodes(state)
-    assert nodes(state)[-2:] == ["assess", "trust_knowledge"]  # weighed on the passages: no memory passages
+    assert assessment["believed"] == "Canberra" and MECHANISM[method] not in ran(state)
+    assert nodes(state)[-2:] == ["decide_route", "trust_knowledge"]  # weighed on the passages: no memory passages
     assert state["answer"] == "Canberra"
 
 
-@pytest.mark.parametrize("method", ROUTED)
+@pytest.mark.parametrize("method", VOTERS)
 def test_passages_that_read_better_with_the_models_answer_yield_to_it(method):
     store = store_of("Sydney", "Sydney", "Sydney")
     state = run(method, reader(standard="Sydney", closed="Canberra", sure=-2.0, fit=3.5), store)
-    assessment = state["assessment"]
+    assessment = seen(state)
     assert (assessment["shape"], assessment["route"], assessment["fit"]) == ("contradicted", "knowledge", 3.5)
     assert nodes(state)[-1] == "trust_knowledge" and state["answer"] == "Canberra"
 
 
-@pytest.mark.parametrize("method", ROUTED)
+@pytest.mark.parametrize("method", VOTERS)
 @pytest.mark.parametrize(("floor", "route"), [(-2.25, "keep"), (-3.5, "knowledge")])
 def test_passages_are_not_asked_about_a_guess(method, floor, route):
     """The model answers Canberra at −3.0 a token: below the default ``contrast_confidence`` no contrast is asked
@@ -406,63 +421,63 @@ def test_passages_are_not_asked_about_a_guess(method, floor, route):
     store = store_of("Sydney", "Sydney", "Sydney")
     llm = reader(standard="Sydney", closed="Canberra", sure=-3.0, fit=3.5)
     state = run(method, llm, store, contrast_confidence=floor)
-    assessment = state["assessment"]
+    assessment = seen(state)
     assert (assessment["route"], "fit" in assessment) == (route, route == "knowledge")
     assert state["answer"] == ("Canberra" if route == "knowledge" else "Sydney")
 
 
-@pytest.mark.parametrize("method", ROUTED)
+@pytest.mark.parametrize("method", VOTERS)
 def test_a_rival_far_more_familiar_than_the_passages_answer_is_not_taken(method):
     """Its name alone reads 3.5 nats better than theirs here: over a limit of 3, the contrast shows no knowledge."""
     store = store_of("Sydney", "Sydney", "Sydney")
     llm = reader(standard="Sydney", closed="Canberra", sure=-2.0, fit=3.5)
     state = run(method, llm, store, knowledge_familiarity=3.0)
-    assessment = state["assessment"]
+    assessment = seen(state)
     assert (assessment["route"], assessment["fit"], assessment["familiarity"]) == ("keep", 3.5, 3.5)
     assert state["answer"] == "Sydney"
 
 
-@pytest.mark.parametrize("method", ROUTED)
+@pytest.mark.parametrize("method", VOTERS)
 @pytest.mark.parametrize(("fit", "route"), [(3.5, "knowledge"), (1.0, "vote")])
 def test_a_majority_against_a_model_answer_no_source_gives_is_weighed_by_the_same_contrast(method, fit, route):
     store = store_of("Sydney", "Sydney", "Sydney", "Melbourne")
     state = run(method, reader(standard="Sydney", closed="Canberra", sure=-2.0, fit=fit), store)
-    assessment = state["assessment"]
+    assessment = seen(state)
     assert (assessment["route"], assessment["fit"]) == (route, fit)
     assert (state["answer"] == "Canberra") == (route == "knowledge")
 
 
-@pytest.mark.parametrize("method", ROUTED)
+@pytest.mark.parametrize("method", VOTERS)
 def test_off_topic_passages_leave_the_answer_to_the_models_knowledge(method):
     store = store_of("the old harbour", "the river mouth", "the northern hills")
     state = run(method, reader(standard="Sydney", closed="Canberra", relevant=False), store)
-    assessment = state["assessment"]
+    assessment = seen(state)
     assert (assessment["shape"], assessment["route"], assessment["groups"]) == ("unsupported", "knowledge", [])
     assert nodes(state)[-1] == "trust_knowledge" and state["answer"] == "Canberra"
 
 
-@pytest.mark.parametrize("method", ROUTED)
+@pytest.mark.parametrize("method", VOTERS)
 def test_a_lone_answer_among_off_topic_passages_leaves_the_answer_to_the_models_knowledge(method):
     """One passage names Melbourne, read alone (the others give lone misreads); the joint reading's Sydney is
     in no passage."""
     store = store_of("Melbourne", "the old harbour", "the river mouth")
     state = run(method, reader(standard="Sydney", closed="Canberra"), store)
-    assessment = state["assessment"]
+    assessment = seen(state)
     assert (assessment["shape"], assessment["route"]) == ("unsupported", "knowledge")
     assert "Melbourne" in [g["answer"] for g in assessment["groups"]]
     assert all(len(g["sources"]) == 1 for g in assessment["groups"])
     assert nodes(state)[-1] == "trust_knowledge" and state["answer"] == "Canberra"
 
 
-@pytest.mark.parametrize("method", ROUTED)
+@pytest.mark.parametrize("method", VOTERS)
 def test_the_models_answer_matching_one_of_several_lone_look_alikes_does_not_overrule_the_joint_reading(method):
     """Each passage names another city (a correlation trap's look-alikes); one names the model's Melbourne, one
     the joint reading's Sydney. No side has two sources: nothing is disputed, the joint reading stands."""
     state = run(method, reader(standard="Sydney", closed="Melbourne"), store_of("Sydney", "Melbourne", "Canberra"))
-    assessment = state["assessment"]
+    assessment = seen(state)
     assert (assessment["shape"], assessment["route"]) == ("scattered", "keep")
     assert all(len(g["sources"]) == 1 for g in assessment["groups"]) and len(assessment["groups"]) == 3
-    assert nodes(state) == ["retrieve", "recall", "answer", "assess"] and state["answer"] == "Sydney"
+    assert nodes(state) == [*PROBES, "focus_probe", "decide_route"] and state["answer"] == "Sydney"
 
 
 @pytest.mark.parametrize(
@@ -478,8 +493,8 @@ def test_astutes_memory_passages_weigh_only_an_answer_a_retrieved_passage_gives(
     Sydney (off topic), that reading is no side to choose, and the model's own answer stands."""
     off_topic = shape == "unsupported"
     llm = reader(standard="Sydney", closed="Canberra", sure=sure, relevant=not off_topic, memory="Sydney hosts it.")
-    state = run("astute", llm, store_of(*cities))
-    assert (state["assessment"]["shape"], state["assessment"]["route"]) == (shape, "knowledge")
+    state = run("confirm", llm, store_of(*cities), knowledge_with="astute")
+    assert (seen(state)["shape"], seen(state)["route"]) == (shape, "knowledge")
     assert nodes(state)[-2:] == ["elicit", "trust_knowledge"] and state["answer"] == expected
     asked = [options for prompt, options in llm.choices if "Sydney hosts it." in prompt]
     assert asked == ([("Canberra", "Sydney")] if shape == "contradicted" else [])
@@ -488,40 +503,40 @@ def test_astutes_memory_passages_weigh_only_an_answer_a_retrieved_passage_gives(
 EITHER_OR = "Which city is the capital of Australia, Canberra or Sydney?"
 
 
-@pytest.mark.parametrize("method", ROUTED)
+@pytest.mark.parametrize("method", VOTERS)
 def test_an_either_or_question_is_not_read_passage_by_passage(method):
     """Sources that disagree would go to the vote; a question that names its options is read jointly
     instead (``option_votes`` off): no single-passage reading, standard RAG's answer stands."""
     store = store_of("Sydney", "Sydney", "Sydney", "Canberra", "Canberra")
     llm = reader(standard="Canberra", closed="Sydney")
     state = run(method, llm, store, question=EITHER_OR)
-    assessment = state["assessment"]
+    assessment = seen(state)
     assert (assessment["shape"], assessment["route"], assessment["groups"]) == ("compared", "keep", [])
-    assert state["answer"] == "Canberra" and nodes(state) == ["retrieve", "recall", "answer", "assess"]
+    assert state["answer"] == "Canberra" and nodes(state) == [*PROBES, "decide_route"]
     assert not any(len(passage_block(p)) == 1 for p in llm.prompts)  # no passage was read alone
     voted = run(method, reader(standard="Canberra", closed="Sydney"), store, question=EITHER_OR, option_votes=True)
-    assert voted["assessment"]["shape"] == "conflict"
-    assert [g["answer"] for g in voted["assessment"]["groups"]] == ["Sydney", "Canberra"]
+    assert seen(voted)["shape"] == "conflict"
+    assert [g["answer"] for g in seen(voted)["groups"]] == ["Sydney", "Canberra"]
 
 
-@pytest.mark.parametrize("method", ROUTED)
-def test_the_papers_path_skips_the_assessment(method):
+@pytest.mark.parametrize("method", VOTERS[1:])
+def test_a_paper_method_runs_its_own_path_and_no_probe(method):
     store = store_of("Canberra", "Canberra", "Canberra")
     llm = reader(standard="Canberra", closed="Sydney")
-    state = run(method, llm, store, mechanism="paper")
-    assert "answer" not in nodes(state)[:2] and "assess" not in nodes(state)
-    assert MECHANISM[method] in nodes(state)
+    state = run_paper(method, llm, store)
+    assert not {"recall", "read_alone", "decide_route"} & set(nodes(state))
+    assert MECHANISM[method] in nodes(state) and "decision" not in state
     assert not any(
         not passage_block(p) for p in llm.prompts if p.rstrip().endswith(f"{QUESTION}\nAnswer:")
     )  # no closed-book reading
 
 
-@pytest.mark.parametrize(("mechanism", "last"), [("keep", "assess"), ("knowledge", "trust_knowledge")])
-def test_a_forced_mechanism_runs_for_every_question(mechanism, last):
+@pytest.mark.parametrize(("route", "last"), [("keep", "decide_route"), ("knowledge", "trust_knowledge")])
+def test_a_forced_route_runs_for_every_question(route, last):
     store = store_of("Canberra", "Canberra", "Sydney")
-    state = run("retro", reader(standard="Canberra", closed="Perth"), store, mechanism=mechanism)
-    assert state["assessment"]["route"] == mechanism and nodes(state)[-1] == last
-    assert state["assessment"]["shape"] == "conflict"  # the assessment still says what it saw
+    state = run("retro", reader(standard="Canberra", closed="Perth"), store, route=route)
+    assert seen(state)["route"] == route and nodes(state)[-1] == last
+    assert seen(state)["shape"] == "conflict"  # the assessment still says what it saw
 
 
 # --------------------------------------------------------------------------- the focus route
@@ -541,11 +556,11 @@ def asked_of(city: str, lead: float, joint: float = 0.0) -> Callable[[list[str]]
     return score
 
 
-@pytest.mark.parametrize("method", ROUTED)
+@pytest.mark.parametrize("method", VOTERS)
 def test_among_lone_look_alikes_the_passage_the_question_is_asked_of_answers(method):
     llm = reader(standard="Sydney", closed="Perth", asked=asked_of("Canberra", lead=4.0))
     state = run(method, llm, store_of(*LOOK_ALIKES))
-    assessment = state["assessment"]
+    assessment = seen(state)
     assert (assessment["shape"], assessment["route"]) == ("scattered", "focus")
     assert assessment["focus"]["answer"] == "Canberra" and assessment["focus"]["margin"] == pytest.approx(4.0)
     assert nodes(state)[-1] == "answer_focus" and state["answer"] == "Canberra"
@@ -566,8 +581,8 @@ def test_among_lone_look_alikes_the_passage_the_question_is_asked_of_answers(met
 def test_the_joint_reading_stands_where_no_passage_is_clearly_the_one_asked(lead, joint, params):
     llm = reader(standard="Sydney", closed="Perth", asked=asked_of("Canberra", lead=lead, joint=joint))
     state = run("retro", llm, store_of(*LOOK_ALIKES), **params)
-    assert (state["assessment"]["shape"], state["assessment"]["route"]) == ("scattered", "keep")
-    assert state["answer"] == "Sydney" and nodes(state)[-1] == "assess"
+    assert (seen(state)["shape"], seen(state)["route"]) == ("scattered", "keep")
+    assert state["answer"] == "Sydney" and nodes(state)[-1] == "decide_route"
 
 
 def test_a_passage_that_quotes_the_question_is_not_the_one_it_is_asked_of():
@@ -577,8 +592,8 @@ def test_a_passage_that_quotes_the_question_is_not_the_one_it_is_asked_of():
     store = Store.in_memory([*passages("Sydney", "Canberra"), planted], embeddings=DeterministicFakeEmbedding(size=16))
     llm = reader(standard="Sydney", closed="Perth", asked=asked_of("Canberra", lead=4.0))
     state = run("astute", llm, store)
-    assert [g["answer"] for g in state["assessment"]["groups"]] == ["Sydney", "Canberra", "Melbourne"]
-    assert state["assessment"]["route"] == "focus" and state["answer"] == "Canberra"
+    assert [g["answer"] for g in seen(state)["groups"]] == ["Canberra", "Melbourne", "Sydney"]  # lone: by name
+    assert seen(state)["route"] == "focus" and state["answer"] == "Canberra"
     asked = [p for p, c in llm.scored if c.strip() == QUESTION and len(passage_block(p)) == 1]
     assert len(asked) == 2 and not any("Site policy" in p.rsplit("Passages:", 1)[1] for p in asked)
 
@@ -589,5 +604,54 @@ def test_the_joint_reading_stands_where_the_passage_asked_of_states_it():
     store = Store.in_memory([*passages("Melbourne", "Perth"), both], embeddings=DeterministicFakeEmbedding(size=16))
     llm = reader(standard="Sydney", closed="Hobart", asked=asked_of("Canberra", lead=4.0))
     state = run("cis", llm, store)
-    assert (state["assessment"]["shape"], state["assessment"]["route"]) == ("scattered", "keep")
-    assert state["answer"] == "Sydney" and "focus" not in state["assessment"]
+    assert (seen(state)["shape"], seen(state)["route"]) == ("scattered", "keep")
+    assert state["answer"] == "Sydney" and "focus" not in seen(state)
+
+
+# --------------------------------------------------------------------------- order, and the decision itself
+class Fixed:
+    """A store that returns its passages in the order given (retrieval order is the test's variable)."""
+
+    def __init__(self, docs: list[Document]) -> None:
+        self.docs = docs
+
+    def retrieve(self, question: str, k: int, mode: str = "dense", ids: list[str] | None = None) -> list[Document]:
+        return [d for d in self.docs if ids is None or d.id in ids][:k]
+
+
+ORDERS = [(0, 1, 2, 3, 4), (4, 3, 2, 1, 0), (1, 3, 0, 4, 2), (2, 0, 4, 1, 3), (3, 4, 1, 2, 0)]
+
+
+@pytest.mark.parametrize(
+    ("cities", "closed", "sure"),
+    [
+        (("Canberra", "Canberra", "Canberra", "Sydney", "Sydney"), "Perth", -3.0),  # a vote
+        (("Sydney", "Sydney", "Canberra", "Canberra", "Melbourne"), "Perth", -3.0),  # a tie: scattered
+        (("Sydney", "Sydney", "Sydney", "Canberra", "Melbourne"), "Canberra", -2.0),  # a minority witness
+        (("Sydney", "Melbourne", "Canberra", "Perth", "Hobart"), "Perth", -3.0),  # lone look-alikes
+    ],
+)
+def test_the_same_passages_in_any_order_give_the_same_decision(cities, closed, sure):
+    docs = [Document(WORDINGS[i].format(c), id=f"p{i}", metadata={"title": f"Source {i + 1}"})
+            for i, c in enumerate(cities)]
+    decisions = set()
+    for order in ORDERS:
+        llm = reader(standard="Sydney", closed=closed, sure=sure)
+        state = run("confirm", llm, Fixed([docs[i] for i in order]))
+        record = seen(state)
+        decisions.add((record["route"], record["shape"], record["believed"], repr(record["groups"])))
+    assert len(decisions) == 1, decisions
+
+
+def test_decide_names_what_decided_and_reads_only_the_record():
+    record = evidence(groups(("Sydney", 3)), "Sydney", "Canberra", -2.0)
+    assert decide(record, POLICY)["route"] == "keep"
+    contrasted = Evidence(**record, contrast={"rival": "Canberra", "fit": 3.5, "familiarity": 0.0})
+    decision = decide(contrasted, POLICY)
+    assert (decision["route"], decision["believed"]) == ("knowledge", "Canberra") and "3.5 nats" in decision["why"]
+    assert decide(contrasted, RulePolicy(knowledge_fit=4.0))["route"] == "keep"  # the policy's bar, not the probe's
+    scattered = evidence(groups(("Sydney", 1), ("Perth", 1)), "Sydney", "", -9.0)
+    focused = Evidence(**scattered, focus={"answer": "Perth", "passage": "p1", "margin": 4.0, "joint": 0.0})
+    assert decide(focused, POLICY)["route"] == "focus"
+    agreeing = Evidence(**scattered, focus={"answer": "sydney", "passage": "p0", "margin": 4.0, "joint": 0.0})
+    assert decide(agreeing, POLICY)["route"] == "keep"  # the passage asked of agrees with the joint reading
