@@ -22,7 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 import causalrag  # first: it sets the offline environment
-from causalrag.config import DEMO_COLLECTION
+from causalrag.config import DEMO_COLLECTION, settings
 from causalrag.errors import CausalRAGError
 
 if TYPE_CHECKING:
@@ -565,6 +565,52 @@ def eval_(
     mine = [r for r in rows if r["method"] in chosen and r["inject"] in config.inject]
     out.print(markdown_table(summarize(mine, resamples=500)), highlight=False, markup=False)
     out.print(line(f"{len(mine)} results in {out_dir}; `causalrag report {out_dir}` writes the report and plots."))
+
+
+@app.command()
+def calibrate(
+    dataset: Annotated[str, typer.Option(help="Calibration questions (dev data only), e.g. \"robust?split=dev\".")] = (
+        "robust?split=dev"
+    ),
+    policy_out: Annotated[Path, typer.Option("--out", help="Where the fitted policy (JSON) goes.")] = Path(
+        "triage-policy.json"
+    ),
+    runs: Annotated[
+        list[Path],
+        typer.Option("--runs", help="Calibration run folder(s): made (resumable) from --dataset when missing."),
+    ] = [],  # noqa: B006 - typer reads the default
+    model: ModelOpt = None,
+    backend: BackendOpt = None,
+    shard: Annotated[str | None, typer.Option(help="Run only shard I/N (then fit from --runs).")] = None,
+) -> None:
+    """Fit triage's decision policy for the model in use on dev data; use it with `-p policy=PATH`
+    (or CAUSALRAG_POLICY=PATH).
+
+    Runs triage with every probe and the vote route forced on each question (so every route's answer is
+    known), fits per route a logistic model of its gain over standard RAG's answer, chooses the margin
+    leave-one-condition-out, and writes the policy and its validation (leave one condition out, and one
+    passage style out when the data has several) beside it as Markdown.
+    """
+    from causalrag.eval.calibrate import calibrate as fit
+    from causalrag.eval.calibrate import calibration_config
+    from causalrag.eval.runner import merge_runs, run_eval
+
+    folders = runs or [policy_out.with_suffix(".runs")]
+    if not all((f / "results.jsonl").exists() for f in folders) or shard:
+        run_eval(calibration_config(dataset, model=model, backend=backend, shard=shard), folders[0])
+        if shard:
+            out.print(line(f"shard {shard} done in {folders[0]}; fit with --runs over every shard's folder"))
+            return
+    folder = folders[0]
+    if len(folders) > 1:
+        folder = policy_out.with_suffix(".merged")
+        merge_runs(folders, folder)
+    name = model or settings().model or "bundled Gemma 3 270M base"
+    policy, report = fit(folder, model=str(name), provenance=f"{dataset}, {folder}")
+    policy_out.write_text(json.dumps(policy.to_json(), indent=1) + "\n", encoding="utf-8")
+    policy_out.with_suffix(".md").write_text("\n".join(report), encoding="utf-8")
+    out.print("\n".join(report), highlight=False, markup=False)
+    out.print(line(f"wrote {policy_out} (routes: {', '.join(policy.routes) or 'none'}; margin {policy.margin})"))
 
 
 def _print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]], *, wrap: str | None = None) -> None:

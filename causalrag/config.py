@@ -80,6 +80,7 @@ class Settings:
     chroma_token: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_CHROMA_TOKEN") or None)
     chroma_headers_json: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_CHROMA_HEADERS") or None)
     checkpoint_url: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_CHECKPOINT_URL") or None)
+    policy: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_POLICY") or None)
     backend: str = field(default_factory=lambda: (os.environ.get("CAUSALRAG_BACKEND") or "auto").lower())
     openai_url: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_OPENAI_URL") or None)
     openai_model: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_OPENAI_MODEL") or None)

@@ -20,8 +20,10 @@ runs under other conditions never mix:
   (``causalrag/data/robust/suite.jsonl``, :mod:`causalrag.eval.robust`): eight conditions of what a
   pool holds (clean single- and multi-hop, conflicts with the majority right or wrong, every passage
   wrong, correlation traps, planted instructions, no relevant passage) with a fixed dev/test split.
-  ``split`` is ``dev`` or ``test`` (default both), ``condition`` one or more names (default all);
-  each example carries its ``condition``. ``robust:PATH`` reads a suite file of the same format.
+  ``split`` is ``dev`` or ``test`` (default both), ``condition`` one or more names (default all),
+  ``style`` one or more passage styles (``clean``, ``news``, ``web``, ``long``, or ``all``; default
+  ``clean``: :mod:`causalrag.eval.styles`); each example carries its ``condition`` and ``style``.
+  ``robust:PATH`` reads a suite file of the same format.
 * ``conflict`` — the bundled handwritten conflict/trap/injection set
   (``causalrag/data/conflict_questions.jsonl``): 3 correct + 2 answer-swapped snippets per conflict
   question, distractor traps and instruction-carrying passages; ``misled`` against each row's
@@ -47,7 +49,7 @@ from causalrag.tools.store import Passage
 CONFLICT = DATA / "conflict_questions.jsonl"
 RGB_OPTIONS = {"passages": int, "noise": float, "swapped": int, "seed": int}
 SWAP_OPTIONS = {"swap": int, "seed": int}
-ROBUST_OPTIONS = {"split": str, "condition": str}
+ROBUST_OPTIONS = {"split": str, "condition": str, "style": str}
 
 
 def parse_spec(spec: str) -> tuple[str, dict]:

@@ -35,6 +35,9 @@ class Example:
     condition: str = ""
     """What the pool holds (the robustness suite's condition, e.g. ``conflict_majority_right``);
     reports compare methods per condition. Empty for sets with one kind of pool."""
+    style: str = ""
+    """How its passages are written (the robustness suite's passage style: ``clean``, ``news``, ``web``,
+    ``long``); empty for other sets."""
 
     def with_wrong_answers(self, wrong: list[str]) -> Example:
         return dataclasses.replace(self, wrong_answers=list(dict.fromkeys([*self.wrong_answers, *wrong])))

@@ -104,8 +104,11 @@ INSTRUCTIONS: list[tuple[str, str]] = [
 
 
 # --------------------------------------------------------------------------- loading
-def load_robust(path: Path = SUITE, *, split: str | None = None, condition: str | None = None) -> list[Example]:
-    """The suite's items as examples, optionally one split (``dev``/``test``) and some conditions (``a,b``)."""
+def load_robust(
+    path: Path = SUITE, *, split: str | None = None, condition: str | None = None, style: str | None = None
+) -> list[Example]:
+    """The suite's items as examples, optionally one split (``dev``/``test``), some conditions (``a,b``) and
+    passage styles (``news,web``, or ``all``: :mod:`causalrag.eval.styles`; default: the suite's own, ``clean``)."""
     if split is not None and split not in SPLITS:
         raise CausalRAGError(f"Dataset option split={split!r} is not one of {', '.join(SPLITS)}.")
     wanted = [c.strip() for c in condition.split(",") if c.strip()] if condition is not None else list(CONDITIONS)
@@ -113,8 +116,21 @@ def load_robust(path: Path = SUITE, *, split: str | None = None, condition: str 
         raise CausalRAGError(f"Dataset option condition= names no condition: use some of {', '.join(CONDITIONS)}.")
     if unknown := [c for c in wanted if c not in CONDITIONS]:
         raise CausalRAGError(f"Unknown robust condition {', '.join(map(repr, unknown))}: use {', '.join(CONDITIONS)}.")
-    return [to_example(item) for item in read_items(path)
-            if item["condition"] in wanted and (split is None or item["split"] == split)]
+    items = read_items(path)
+    chosen = [item for item in items if item["condition"] in wanted and (split is None or item["split"] == split)]
+    return [to_example(item) for item in with_styles(chosen, style, items)]
+
+
+def with_styles(items: list[dict], style: str | None, everything: list[dict]) -> list[dict]:
+    """``items`` once per style named (``everything``: the whole suite, whose noise passages fill ``long``)."""
+    from causalrag.eval.styles import STYLES, noise_donors, styled
+
+    names = list(STYLES) if style == "all" else [s.strip() for s in (style or "clean").split(",") if s.strip()]
+    unknown = [s for s in names if s not in STYLES]
+    if unknown or not names:
+        raise CausalRAGError(f"Unknown passage style {', '.join(map(repr, unknown))}: use {', '.join(STYLES)} or all.")
+    donors = noise_donors(everything) if "long" in names else []
+    return [styled(item, name, donors) for name in names for item in items]
 
 
 def to_example(item: dict) -> Example:
@@ -122,7 +138,8 @@ def to_example(item: dict) -> Example:
     passages = [Passage(p["title"], p["text"], f"robust:{p['role']}") for p in item["passages"]]
     gold = [p["title"] for p in item["passages"] if p["role"] in ("correct", "support")]
     return Example(item["id"], item["question"], list(item["answers"]), item.get("type", ""), gold, passages,
-                   wrong_answers=list(item["wrong_answers"]), condition=item["condition"])
+                   wrong_answers=list(item["wrong_answers"]), condition=item["condition"],
+                   style=item.get("style", "clean"))
 
 
 def read_items(path: Path) -> list[dict]:
@@ -277,11 +294,14 @@ def validate(items: list[dict], *, min_items: int = MIN_ITEMS) -> list[str]:
         splits.setdefault(f"question {normalize_answer(it.get('question', ''))!r}", set()).add(it.get("split"))
     problems += [f"{key}: items in both splits" for key, seen in splits.items() if len(seen) > 1]
     for condition in CONDITIONS:
-        split = Counter(it.get("split") for it in items if it.get("condition") == condition)
-        if sum(split.values()) < min_items:
-            problems.append(f"{condition}: {sum(split.values())} items, fewer than {min_items}")
-        if abs(split["dev"] - split["test"]) > 1:
-            problems.append(f"{condition}: {split['dev']} dev vs {split['test']} test items, not half and half")
+        for style in sorted({it.get("style", "clean") for it in items}):
+            mine = [it for it in items if it.get("condition") == condition and it.get("style", "clean") == style]
+            split = Counter(it.get("split") for it in mine)
+            where = condition + ("" if style == "clean" else f"@{style}")
+            if len(mine) < min_items:
+                problems.append(f"{where}: {len(mine)} items, fewer than {min_items}")
+            if abs(split["dev"] - split["test"]) > 1:
+                problems.append(f"{where}: {split['dev']} dev vs {split['test']} test items, not half and half")
     return problems
 
 
@@ -304,16 +324,19 @@ def item_problems(item: dict) -> list[str]:
         problems.append(f"wrong_answers {wrong} but {'some' if wrong == [] else 'no'} passage plants a wrong answer")
     titles = Counter(p.get("title") for p in passages)
     problems += [f"title {t!r} used by {n} passages" for t, n in titles.items() if n > 1]
+    from causalrag.eval.styles import STYLED_WORDS
+
+    words = STYLED_WORDS.get(item.get("style", "clean"), WORDS)
     for i, p in enumerate(passages):
         where = f"passage {i} ({p.get('role')}, {p.get('title')!r})"
-        problems += [f"{where}: {x}" for x in passage_problems(p, answers, wrong)]
+        problems += [f"{where}: {x}" for x in passage_problems(p, answers, wrong, words)]
     return problems
 
 
-def passage_problems(p: dict, answers: list[str], wrong: list[str]) -> list[str]:
+def passage_problems(p: dict, answers: list[str], wrong: list[str], words: tuple[int, int] = WORDS) -> list[str]:
     role, gold, planted = p.get("role"), states(p, answers), states(p, wrong)
     n = len(str(p.get("text", "")).split())
-    problems = [] if WORDS[0] <= n <= WORDS[1] else [f"{n} words, not {WORDS[0]}-{WORDS[1]}"]
+    problems = [] if words[0] <= n <= words[1] else [f"{n} words, not {words[0]}-{words[1]}"]
     if gold and planted:
         problems.append("states both a gold and a planted answer")
     if role == "correct" and not gold:
@@ -354,6 +377,7 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--check", action="store_true", help="only check that suite.jsonl is up to date (exit 1 if not)")
     v = sub.add_parser("validate", help="print every problem of a suite file, one per line (exit 1 if any)")
     v.add_argument("path", nargs="?", type=Path, default=SUITE)
+    v.add_argument("--style", default="clean", help="check the items in these passage styles (or all)")
     args = parser.parse_args(argv)
     if args.command == "build":
         items = build()
@@ -365,7 +389,8 @@ def main(argv: list[str] | None = None) -> int:
         write_suite(items)
         print(f"wrote {len(items)} items to {SUITE}")
         return 0
-    problems = validate(read_items(args.path))
+    items = read_items(args.path)
+    problems = validate(with_styles(items, args.style, items))
     if args.path == SUITE:
         problems += card_problems(read_items(ROBUST / "cards.jsonl"))
     print("\n".join(problems) if problems else f"{args.path}: no problems")

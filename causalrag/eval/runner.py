@@ -476,6 +476,7 @@ def run_eval(
                     "dataset": config.dataset,
                     "type": ex.type,
                     "condition": ex.condition,
+                    "style": ex.style,
                     "question": ex.question,
                     "answers": ex.answers,
                     **score_result(state, ex, gold=gold_ids(original), pool=pools.ids_for(ex), asserted=asserted,

@@ -18,12 +18,13 @@ from langgraph.runtime import Runtime
 from causalrag.graphs.registry import Method, get_method, make_context
 from causalrag.nodes.astute import elicit
 from causalrag.nodes.common import DEFAULT_CONTEXT_KEY, answer, context, emit, question_of, retrieve, traced
-from causalrag.nodes.decide import RulePolicy, rival_of, wants_focus
+from causalrag.nodes.decide import RulePolicy, rival_of, taken_contrast, wants_focus
 from causalrag.nodes.triage import (
     answer_confirmed,
     answer_focus,
     contrast,
     decide_route,
+    every_probe,
     focus_probe,
     read_alone,
     recall,
@@ -37,14 +38,21 @@ def route_after_reading(
     state: TriageState, runtime: Runtime[TriageContext]
 ) -> Literal["contrast", "focus_probe", "decide_route"]:
     """Ask the contrast where the decision would weigh a rival answer, the focus probe where the sources
-    scatter; neither when a route is forced."""
+    scatter (both where they can be asked, with ``probes="all"``); neither when a route is forced."""
     ctx = context(runtime)
-    policy = RulePolicy.of(ctx)
-    if ctx.route != "auto":
+    policy, every = RulePolicy.of(ctx), every_probe(ctx)
+    if ctx.route != "auto" and not every:
         return "decide_route"
-    if rival_of(state["evidence"], policy) is not None:
+    if rival_of(state["evidence"], policy, every=every) is not None:
         return "contrast"
-    return "focus_probe" if wants_focus(state["evidence"], policy) else "decide_route"
+    return "focus_probe" if wants_focus(state["evidence"], policy, every=every) else "decide_route"
+
+
+def route_after_contrast(state: TriageState, runtime: Runtime[TriageContext]) -> Literal["focus_probe", "decide_route"]:
+    """With ``probes="all"`` the focus probe runs after the contrast too, where it can be asked."""
+    ctx = context(runtime)
+    every = every_probe(ctx)
+    return "focus_probe" if every and wants_focus(state["evidence"], RulePolicy.of(ctx), every=True) else "decide_route"
 
 
 def route_by_decision(
@@ -59,8 +67,7 @@ def route_by_decision(
         return "answer_confirmed" if ctx.vote_with == "confirm" else "vote"
     if route == "focus":
         return "answer_focus"
-    found = state["evidence"].get("contrast")
-    contrasted = found is not None and found["fit"] >= ctx.knowledge_fit
+    contrasted = taken_contrast(state["evidence"], RulePolicy.of(ctx))
     return "elicit" if ctx.knowledge_with == "astute" and not contrasted else "trust_knowledge"
 
 
@@ -114,7 +121,7 @@ def build() -> StateGraph[TriageState, TriageContext, InputState, TriageOutput]:
     graph.add_edge("recall", "answer")
     graph.add_edge("answer", "read_alone")
     graph.add_conditional_edges("read_alone", route_after_reading)
-    graph.add_edge("contrast", "decide_route")
+    graph.add_conditional_edges("contrast", route_after_contrast)
     graph.add_edge("focus_probe", "decide_route")
     graph.add_conditional_edges("decide_route", route_by_decision)
     graph.add_edge("elicit", "trust_knowledge")

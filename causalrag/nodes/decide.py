@@ -25,6 +25,7 @@ one model: for another model they mean something else.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any
@@ -114,32 +115,46 @@ KEEP_WHY: dict[str, str] = {
 }
 
 
-def rival_of(evidence: Evidence, policy: RulePolicy) -> str | None:
+def rival_of(evidence: Evidence, policy: RulePolicy, *, every: bool = False) -> str | None:
     """The answer a counterfactual contrast weighs against the first group's, or None where none is asked:
     the runner-up's where two sides of at least two sources each dispute and the vote would decide; else the
     model's own where no source gives it (shape ``agree`` or ``conflict``) and it holds it at
-    ``contrast_confidence`` or above (a guess is no knowledge to test)."""
+    ``contrast_confidence`` or above (a guess is no knowledge to test). ``every``: whatever the model's confidence
+    and the route (a fitted policy's features)."""
     shape, route, _, _ = shape_of(evidence, policy)
     groups, closed = evidence.get("groups") or [], evidence.get("closed_book", "")
-    if shape == "conflict" and route == "vote" and len(groups) >= 2 and len(groups[1]["sources"]) >= 2:
+    disputed = len(groups) >= 2 and len(groups[1]["sources"]) >= 2
+    if disputed and (every or (shape == "conflict" and route == "vote")):
         return groups[1]["answer"]
-    held = evidence.get("confidence", float("-inf")) >= policy.contrast_confidence
+    held = every or evidence.get("confidence", float("-inf")) >= policy.contrast_confidence
     given = any(same_answer(closed, g["answer"]) for g in groups)
-    if shape in ("agree", "conflict") and held and normalize_answer(closed) and not given:
+    if (every or shape in ("agree", "conflict")) and held and groups and normalize_answer(closed) and not given:
         return closed
     return None
 
 
-def wants_focus(evidence: Evidence, policy: RulePolicy) -> bool:
-    """Whether the focus probe is asked: the sources scatter over lone answers (nothing to vote with)."""
+def wants_focus(evidence: Evidence, policy: RulePolicy, *, every: bool = False) -> bool:
+    """Whether the focus probe is asked: the sources scatter over lone answers (nothing to vote with);
+    ``every``: wherever two answers or more have lone sources."""
+    if every:
+        return sum(len(g["sources"]) == 1 for g in evidence.get("groups") or []) >= 2
     return shape_of(evidence, policy)[0] == "scattered"
+
+
+def taken_contrast(evidence: Evidence, policy: RulePolicy) -> bool:
+    """Whether a contrast these rules ask (a record may hold any rival's) takes the rival: the passages read
+    ``knowledge_fit`` better with it, and it is not merely a far more familiar string."""
+    contrast = evidence.get("contrast")
+    if contrast is None or contrast["rival"] != rival_of(evidence, policy):
+        return False
+    return contrast["fit"] >= policy.knowledge_fit and contrast["familiarity"] <= policy.knowledge_familiarity
 
 
 def decide(evidence: Evidence, policy: RulePolicy) -> Decision:
     """The route for this evidence and the rule that chose it."""
     shape, route, believed, why = shape_of(evidence, policy)
-    contrast = evidence.get("contrast")
-    if contrast and contrast["fit"] >= policy.knowledge_fit and contrast["familiarity"] <= policy.knowledge_familiarity:
+    if taken_contrast(evidence, policy):
+        contrast = evidence["contrast"]
         return Decision(
             route="knowledge", shape="contradicted", believed=contrast["rival"],
             why=f"the passages read {contrast['fit']:.1f} nats better with the rival answer in place of theirs",
@@ -158,3 +173,132 @@ def forced(evidence: Evidence, policy: RulePolicy, route: Route) -> Decision:
     seen = decide(evidence, policy)
     believed = seen["believed"] or (evidence.get("closed_book") if route == "knowledge" else None)
     return Decision(route=route, shape=seen["shape"], believed=believed, why=f"forced: route={route}")
+
+
+# --------------------------------------------------------------------------- a fitted policy
+FEATURES = (
+    "groups", "top_share", "second_share", "top_is_joint", "joint_given", "stated", "compared", "has_closed",
+    "closed_is_joint", "closed_given", "closed_is_top", "confidence", "contrast_asked", "contrast_fit",
+    "familiarity", "focus_found", "focus_margin", "focus_joint",
+)
+"""What a fitted policy reads of the evidence record (:func:`features`): counts and shares of the lone readings,
+which readings agree, how sure the model is, and the contrast's and focus probe's numbers."""
+FITTED_ROUTES: tuple[Route, ...] = ("vote", "knowledge", "focus")
+
+
+def features(evidence: Evidence) -> list[float]:
+    """The evidence record as numbers, in :data:`FEATURES` order (log-probabilities clipped to [−20, 20] nats)."""
+    groups = evidence.get("groups") or []
+    standard, closed = evidence.get("standard", ""), evidence.get("closed_book", "")
+    total = sum(len(g["sources"]) for g in groups) or 1
+    sizes = [len(g["sources"]) for g in groups] + [0, 0]
+    contrast, focused = evidence.get("contrast"), evidence.get("focus")
+
+    def clip(x: float) -> float:
+        return max(-20.0, min(20.0, x))
+
+    def agree(a: str, b: str) -> float:
+        return float(bool(normalize_answer(a)) and same_answer(a, b))
+
+    return [
+        float(len(groups)), sizes[0] / total, sizes[1] / total,
+        agree(groups[0]["answer"], standard) if groups else 0.0,
+        float(any(same_answer(g["answer"], standard) for g in groups)),
+        float(evidence.get("stated", True)), float(evidence.get("compared", False)),
+        float(bool(normalize_answer(closed))), agree(closed, standard),
+        float(any(agree(closed, g["answer"]) for g in groups)),
+        agree(closed, groups[0]["answer"]) if groups else 0.0,
+        clip(evidence.get("confidence", -20.0)),
+        float(contrast is not None), clip(contrast["fit"]) if contrast else 0.0,
+        clip(contrast["familiarity"]) if contrast else 0.0,
+        float(focused is not None), clip(focused["margin"]) if focused else 0.0,
+        clip(focused["joint"]) if focused else 0.0,
+    ]
+
+
+def route_answer(evidence: Evidence, route: Route) -> str | None:
+    """What a route would answer, where the record tells it before the route runs (None: the route has nothing
+    to give here; the vote's answer is known only once it runs, so it is ``""``)."""
+    if route == "keep":
+        return evidence.get("standard", "")
+    if route == "knowledge":
+        closed = evidence.get("closed_book", "")
+        return closed if normalize_answer(closed) else None
+    if route == "focus":
+        focused = evidence.get("focus")
+        return focused["answer"] if focused else None
+    return "" if evidence.get("groups") else None
+
+
+@dataclass(frozen=True)
+class RouteModel:
+    """A multinomial logistic model of one route against ``keep`` on the questions where their answers differ:
+    P(loss), P(tie), P(win) from the standardized features."""
+
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    coef: tuple[tuple[float, ...], ...]
+    """One row per outcome: loss, tie, win."""
+    intercept: tuple[float, ...]
+
+    def gain(self, x: Sequence[float]) -> float:
+        """Expected accuracy gain over keep: P(win) − P(loss)."""
+        z = [(v - m) / s for v, m, s in zip(x, self.mean, self.scale, strict=True)]
+        logits = [b + sum(w * v for w, v in zip(row, z, strict=True)) for row, b in zip(self.coef, self.intercept,
+                                                                                          strict=True)]
+        top = max(logits)
+        exp = [math.exp(v - top) for v in logits]
+        return (exp[2] - exp[0]) / sum(exp)
+
+
+@dataclass(frozen=True)
+class FittedPolicy:
+    """A policy fitted on dev data for one model (``causalrag calibrate``): per route, a model of its expected
+    gain over standard RAG's answer; the route with the largest gain is taken when it clears ``margin``."""
+
+    model: str
+    """The model it was fitted for (log-probabilities of one model mean nothing for another)."""
+    margin: float
+    routes: dict[str, RouteModel]
+    provenance: str = ""
+    """Which data fitted it (dataset, split, commit)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "fitted", "model": self.model, "margin": self.margin, "provenance": self.provenance,
+                "features": list(FEATURES), "routes": {r: vars(m) for r, m in self.routes.items()}}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> FittedPolicy:
+        if data.get("kind") != "fitted" or list(data.get("features") or []) != list(FEATURES):
+            raise ValueError("not a fitted policy of this version (refit it with `causalrag calibrate`)")
+        routes = {r: RouteModel(tuple(m["mean"]), tuple(m["scale"]), tuple(map(tuple, m["coef"])),
+                                tuple(m["intercept"])) for r, m in data["routes"].items()}
+        return cls(str(data["model"]), float(data["margin"]), routes, str(data.get("provenance", "")))
+
+
+def decide_fitted(evidence: Evidence, policy: FittedPolicy) -> Decision:
+    """The route whose predicted gain over keep is largest, when it clears the margin; else keep."""
+    standard = evidence.get("standard", "")
+    x = features(evidence)
+    gains = {}
+    for route, model in policy.routes.items():
+        answer = route_answer(evidence, route)  # type: ignore[arg-type]
+        if answer is not None and not (answer and same_answer(answer, standard)):
+            gains[route] = model.gain(x)
+    shape = shape_of(evidence, RulePolicy())[0]
+    best = max(gains, key=gains.__getitem__, default=None)
+    if best is None or gains[best] < policy.margin:
+        why = f"no route's predicted gain clears {policy.margin:.2f}" + (f" (best: {best} {gains[best]:+.2f})"
+                                                                          if best else "")
+        return Decision(route="keep", shape=shape, believed=None, why=why)
+    believed = evidence.get("closed_book") if best == "knowledge" else None
+    return Decision(route=best, shape=shape, believed=believed,  # type: ignore[typeddict-item]
+                    why=f"predicted gain {gains[best]:+.2f} over keep (margin {policy.margin:.2f})")
+
+
+Policy = RulePolicy | FittedPolicy
+
+
+def decide_with(evidence: Evidence, policy: Policy) -> Decision:
+    """:func:`decide` for the rules policy, :func:`decide_fitted` for a fitted one."""
+    return decide_fitted(evidence, policy) if isinstance(policy, FittedPolicy) else decide(evidence, policy)

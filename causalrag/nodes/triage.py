@@ -22,14 +22,19 @@ node); ``knowledge`` runs :func:`trust_knowledge` (after Astute's ``elicit`` wit
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
+from causalrag.config import settings
+from causalrag.errors import CausalRAGError
 from causalrag.nodes.common import context, emit, llm_of, question_of, traced
-from causalrag.nodes.decide import RulePolicy, canonical, decide, forced, rival_of
+from causalrag.nodes.decide import FittedPolicy, Policy, RulePolicy, canonical, decide_with, forced, rival_of
 from causalrag.nodes.evidence import (
     Group,
     alone,
@@ -185,6 +190,33 @@ def recall(state: TriageState, runtime: Runtime[TriageContext]) -> dict[str, Any
 
 
 
+BUNDLED_POLICY = Path(__file__).resolve().parents[1] / "data" / "policies" / "gemma-3-270m-base.json"
+"""The policy fitted for the bundled model on the robustness suite's dev half (``policy="bundled"``)."""
+
+
+def policy_of(ctx: TriageContext) -> Policy:
+    """The context's decision policy: the rules with its thresholds, or a fitted policy read from its file."""
+    name = ctx.policy or settings().policy or "rules"
+    if name == "rules":
+        return RulePolicy.of(ctx)
+    return load_policy(str(BUNDLED_POLICY if name == "bundled" else Path(name).expanduser()))
+
+
+@cache
+def load_policy(path: str) -> FittedPolicy:
+    """A fitted policy from its JSON file (read once per process)."""
+    try:
+        return FittedPolicy.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise CausalRAGError(f"Cannot read the triage policy {path} ({error}): pass policy=rules, bundled, or a "
+                             "file written by `causalrag calibrate`.") from error
+
+
+def every_probe(ctx: TriageContext) -> bool:
+    """Whether every probe runs wherever it can be asked: ``probes="all"``, or a fitted policy (its features)."""
+    return ctx.probes == "all" or isinstance(policy_of(ctx), FittedPolicy)
+
+
 @traced
 def read_alone(state: TriageState, runtime: Runtime[TriageContext]) -> dict[str, Any]:
     """Each passage read alone and grouped by agreeing answers; whether any passage states the joint reading's
@@ -223,7 +255,7 @@ def contrast(state: TriageState, runtime: Runtime[TriageContext]) -> dict[str, A
     (:func:`~causalrag.nodes.decide.rival_of`) in place of theirs?"""
     ctx = context(runtime)
     evidence = state["evidence"]
-    rival = rival_of(evidence, RulePolicy.of(ctx))
+    rival = rival_of(evidence, RulePolicy.of(ctx), every=every_probe(ctx))
     if rival is None:
         return {}
     first = evidence["groups"][0]
@@ -258,7 +290,7 @@ def decide_route(state: TriageState, runtime: Runtime[TriageContext]) -> dict[st
     ctx = context(runtime)
     policy = RulePolicy.of(ctx)
     evidence = state["evidence"]
-    decision = decide(evidence, policy) if ctx.route == "auto" else forced(evidence, policy, ctx.route)
+    decision = decide_with(evidence, policy_of(ctx)) if ctx.route == "auto" else forced(evidence, policy, ctx.route)
     emit(runtime, "decision", "decide_route", **decision)
     return {"decision": decision, "trace": [dict(decision)]}
 

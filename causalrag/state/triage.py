@@ -112,8 +112,16 @@ class TriageContext(JudgedContext):
     """``triage``'s parameters: which mechanism each route runs, and the decision's thresholds (the rules
     policy, :class:`causalrag.nodes.decide.RulePolicy`; their provenance: docs/results.md, "Tuning record")."""
 
+    policy: str | None = None
+    """How the decision is made: ``rules`` (the thresholds below), ``bundled`` (the policy fitted for the bundled
+    model, shipped in the package) or the path of a policy file written by ``causalrag calibrate``; None →
+    ``CAUSALRAG_POLICY``, else ``rules``."""
     route: Literal["auto", "keep", "vote", "knowledge", "focus"] = "auto"
     """"auto": the decision picks the route per question; any other value forces that route (ablations)."""
+    probes: Literal["needed", "all"] = "needed"
+    """"needed": the contrast and focus probes run only where the decision would use them; "all": wherever they
+    can be asked (any rival answer, the model's own however unsure; any scattered sources), as a fitted policy's
+    features and ``causalrag calibrate``'s records need. A forced route with "all" still runs every probe."""
     vote_with: VoteWith = "confirm"
     """What the vote route runs on the retrieved passages: ``confirm`` (the answer most confirmed across the
     passages read alone, the joint reading's scored choice breaking ties), or a paper method's own

@@ -1,0 +1,232 @@
+"""Fit ``triage``'s decision policy for one model on dev data, and validate it out of condition and style.
+
+One calibration run (:func:`calibration_config`) runs ``triage`` with every probe (``probes="all"``) and the vote
+route forced, so each result row holds the whole evidence record and every route's answer: ``keep`` is the joint
+reading, ``knowledge`` the closed-book answer, ``focus`` the focus probe's, ``vote`` the row's prediction.
+:func:`fit_policy` then fits, per route, a multinomial logistic model (scikit-learn) of its outcome against keep
+(loss, tie, win) on the questions where their answers differ; :func:`~causalrag.nodes.decide.decide_fitted`
+takes the route with the largest predicted gain when it clears the margin.
+
+:func:`validate` refits leaving out one group at a time (a condition, or a passage style) and decides that
+group with the policy fitted on the rest, beside the rules policy replayed on the same records: a policy that
+only fits one condition or one style cannot pass. The margin is chosen by this same out-of-group validation,
+on the calibration data alone.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from causalrag.eval.metrics import containment
+from causalrag.eval.runner import EvalConfig
+from causalrag.nodes.decide import (
+    FEATURES,
+    FITTED_ROUTES,
+    FittedPolicy,
+    Policy,
+    RouteModel,
+    decide_with,
+    features,
+    route_answer,
+)
+from causalrag.state.triage import Evidence, Route
+from causalrag.text import same_answer
+
+MARGINS = (0.0, 0.05, 0.1, 0.2, 0.3)
+"""The margins :func:`choose_margin` tries."""
+CLEAN = ("clean_single", "clean_multi")
+OUTCOMES = ("loss", "tie", "win")
+
+
+def calibration_config(dataset: str, **kwargs: Any) -> EvalConfig:
+    """The run a calibration needs: ``triage`` with every probe and the vote route forced, on ``dataset``."""
+    return EvalConfig(dataset=dataset, methods=["triage"],
+                      params={"triage": {"route": "vote", "probes": "all", "vote_size": "cpu"}}, **kwargs)
+
+
+def read_rows(folder: str | Path) -> list[dict[str, Any]]:
+    """The calibration run's result rows that hold an evidence record."""
+    path = Path(folder) / "results.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [r for r in rows if r.get("method") == "triage" and r.get("evidence") and not r.get("error")]
+
+
+def answers_of(row: dict[str, Any]) -> dict[str, str]:
+    """Every route's answer for one calibration row (a route with nothing to give is left out)."""
+    evidence: Evidence = row["evidence"]
+    found = {"keep": evidence.get("standard", ""), "vote": str(row.get("prediction") or "")}
+    routes: tuple[Route, ...] = ("knowledge", "focus")
+    for route in routes:
+        answer = route_answer(evidence, route)
+        if answer is not None:
+            found[route] = answer
+    return found
+
+
+def outcome(row: dict[str, Any], route: str) -> int | None:
+    """0 loss, 1 tie, 2 win of ``route`` against keep; None where it gives nothing or keep's very answer."""
+    answers = answers_of(row)
+    if route not in answers or same_answer(answers[route], answers["keep"]):
+        return None
+    right = containment(answers[route], row["answers"]) - containment(answers["keep"], row["answers"])
+    return int(right) + 1
+
+
+def fit_route(rows: Sequence[dict[str, Any]], route: str, *, c: float = 0.5) -> RouteModel | None:
+    """The multinomial logistic model of ``route``'s outcome against keep, or None with too few examples."""
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+
+    pairs = [(features(r["evidence"]), found) for r in rows if (found := outcome(r, route)) is not None]
+    if len(pairs) < 8 or len({y for _, y in pairs}) < 2:
+        return None
+    x = np.array([p[0] for p in pairs], dtype=float)
+    y = np.array([p[1] for p in pairs])
+    mean, scale = x.mean(axis=0), x.std(axis=0)
+    scale[scale == 0] = 1.0
+    model = LogisticRegression(C=c, max_iter=2000).fit((x - mean) / scale, y)
+    coef = np.full((3, x.shape[1]), 0.0)
+    intercept = np.full(3, -30.0)  # an outcome never seen is given no chance
+    if len(model.classes_) == 2:  # a binary fit keeps one row: the second class against the first
+        low, high = model.classes_
+        coef[high], intercept[high] = model.coef_[0], model.intercept_[0]
+        intercept[low] = 0.0
+    else:
+        for row, label in enumerate(model.classes_):
+            coef[label], intercept[label] = model.coef_[row], model.intercept_[row]
+    return RouteModel(tuple(mean.tolist()), tuple(scale.tolist()), tuple(map(tuple, coef.tolist())),
+                      tuple(intercept.tolist()))
+
+
+def fit_policy(rows: Sequence[dict[str, Any]], *, model: str, margin: float, provenance: str = "") -> FittedPolicy:
+    """A policy over every route with enough examples in ``rows``."""
+    routes: dict[str, RouteModel] = {r: m for r in FITTED_ROUTES if (m := fit_route(rows, r)) is not None}
+    return FittedPolicy(model=model, margin=margin, routes=routes, provenance=provenance)
+
+
+def final_answer(row: dict[str, Any], policy: Policy) -> tuple[Route, str]:
+    """The route ``policy`` takes on this row's evidence, and the answer that route gives."""
+    decision = decide_with(row["evidence"], policy)
+    route = decision["route"]
+    answers = answers_of(row)
+    if route == "knowledge":
+        return route, decision["believed"] or answers.get("knowledge", answers["keep"])
+    return route, answers.get(route, answers["keep"])
+
+
+@dataclass
+class Tally:
+    """Paired with keep on one group of questions: how often a policy was right, won and lost."""
+
+    questions: int = 0
+    right: int = 0
+    keep_right: int = 0
+    wins: int = 0
+    losses: int = 0
+
+    def add(self, right: float, keep_right: float) -> None:
+        self.questions += 1
+        self.right += int(right)
+        self.keep_right += int(keep_right)
+        self.wins += int(right > keep_right)
+        self.losses += int(right < keep_right)
+
+    @property
+    def delta(self) -> float:
+        return (self.right - self.keep_right) / max(1, self.questions)
+
+
+def style_of(row: dict[str, Any]) -> str:
+    """A row's passage style (``clean`` for the suite's own handwritten passages)."""
+    return str(row.get("style") or "clean")
+
+
+def condition_of(row: dict[str, Any]) -> str:
+    return str(row.get("condition") or "all")
+
+
+def validate(
+    rows: Sequence[dict[str, Any]],
+    by: Callable[[dict[str, Any]], str],
+    fitted: Callable[[Sequence[dict[str, Any]]], Policy],
+    rules: Policy,
+) -> dict[str, dict[str, Tally]]:
+    """Per group (``by``): the policy fitted without that group, and the rules, each paired with keep there."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        groups[by(row)].append(row)
+    table: dict[str, dict[str, Tally]] = {}
+    for name, held in sorted(groups.items()):
+        policy = fitted([r for r in rows if by(r) != name])
+        table[name] = {"fitted": Tally(), "rules": Tally()}
+        for row in held:
+            keep = containment(answers_of(row)["keep"], row["answers"])
+            for label, chosen in (("fitted", policy), ("rules", rules)):
+                table[name][label].add(containment(final_answer(row, chosen)[1], row["answers"]), keep)
+    return table
+
+
+def net(table: dict[str, dict[str, Tally]], label: str) -> tuple[int, int]:
+    """(wins − losses over every group, wins − losses over the clean conditions)."""
+    total = sum(t[label].wins - t[label].losses for t in table.values())
+    clean = sum(t[label].wins - t[label].losses for name, t in table.items() if name in CLEAN)
+    return total, clean
+
+
+def choose_margin(rows: Sequence[dict[str, Any]], model: str) -> tuple[float, dict[float, tuple[int, int]]]:
+    """The margin whose leave-one-condition-out policy loses no more clean questions than it wins and wins the
+    most overall (ties: the larger margin, the more cautious)."""
+    scores = {}
+    for margin in MARGINS:
+        scores[margin] = net(validate(rows, condition_of, fitter(model, margin), rules_of()), "fitted")
+    safe = [m for m in MARGINS if scores[m][1] >= 0] or list(MARGINS)
+    return max(safe, key=lambda m: (scores[m][0], m)), scores
+
+
+def fitter(model: str, margin: float) -> Callable[[Sequence[dict[str, Any]]], Policy]:
+    """A function fitting the policy with this margin on some rows (the folds of :func:`validate`)."""
+
+    def fit(part: Sequence[dict[str, Any]]) -> Policy:
+        return fit_policy(part, model=model, margin=margin)
+
+    return fit
+
+
+def rules_of() -> Policy:
+    from causalrag.nodes.decide import RulePolicy
+
+    return RulePolicy()
+
+
+def table_lines(table: dict[str, dict[str, Tally]], title: str) -> list[str]:
+    """A Markdown table of :func:`validate`'s result."""
+    lines = [f"### {title}", "", "| held out | questions | keep Acc | fitted ΔAcc (won/lost) | rules ΔAcc (won/lost) |",
+             "|---|---|---|---|---|"]
+    for name, t in table.items():
+        f, r = t["fitted"], t["rules"]
+        lines.append(f"| {name} | {f.questions} | {f.keep_right / max(1, f.questions):.2f} | "
+                     f"{f.delta:+.2f} ({f.wins}/{f.losses}) | {r.delta:+.2f} ({r.wins}/{r.losses}) |")
+    return [*lines, ""]
+
+
+def calibrate(folder: str | Path, *, model: str, provenance: str) -> tuple[FittedPolicy, list[str]]:
+    """Fit the policy on a calibration run's rows, with its margin and validation report (Markdown lines)."""
+    rows = read_rows(folder)
+    if not rows:
+        raise ValueError(f"no calibration rows in {folder}")
+    margin, scores = choose_margin(rows, model)
+    policy = fit_policy(rows, model=model, margin=margin, provenance=provenance)
+    report = [f"# Triage policy for {model}", "", f"Fitted on {len(rows)} questions ({provenance}); features: "
+              f"{', '.join(FEATURES)}.", "", "Margin chosen leave-one-condition-out (wins − losses against keep, "
+              "all / clean): " + ", ".join(f"{m}: {s[0]:+d} / {s[1]:+d}" for m, s in scores.items()) +
+              f" → {margin}.", ""]
+    fitted = fitter(model, margin)
+    report += table_lines(validate(rows, condition_of, fitted, rules_of()), "Leave one condition out")
+    if len({style_of(r) for r in rows}) > 1:
+        report += table_lines(validate(rows, style_of, fitted, rules_of()), "Leave one passage style out")
+    return policy, report
