@@ -613,6 +613,40 @@ def calibrate(
     out.print(line(f"wrote {policy_out} (routes: {', '.join(policy.routes) or 'none'}; margin {policy.margin})"))
 
 
+@app.command()
+def replay(
+    run: Annotated[Path, typer.Argument(help="A calibration run folder (`causalrag calibrate` makes one).")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder for the replayed run (then `causalrag report`).")],
+    policy: Annotated[
+        list[str], typer.Option("--policy", help="NAME=POLICY: rules, bundled or a policy file (repeatable).")
+    ] = ["rules=rules"],  # noqa: B006 - typer reads the default
+) -> None:
+    """Decide every question of a calibration run with each policy, on the same evidence records, and write the
+    answers as a run (standard_rag's answer is the joint reading), so that `causalrag report OUT --against
+    standard_rag` pairs them. No model runs: the policies are compared on identical evidence."""
+    from causalrag.eval.calibrate import read_rows
+    from causalrag.eval.calibrate import replay as replayed
+    from causalrag.eval.conditions import load_examples
+    from causalrag.nodes.triage import policy_of
+    from causalrag.state.triage import TriageContext
+
+    rows = read_rows(run)
+    if not rows:
+        raise CausalRAGError(f"{run} holds no calibration rows: make one with `causalrag calibrate --runs {run}`.")
+    chosen = {}
+    for item in policy:
+        name, _, spec = item.partition("=")
+        chosen[f"triage[{name.strip()}]"] = policy_of(TriageContext(policy=spec.strip() or name.strip()))
+    wrong: dict[str, list[str]] = {}
+    for spec in {r["dataset"] for r in rows}:
+        wrong |= {e.id: e.wrong_answers for e in load_examples(spec)}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "config.json").write_text((run / "config.json").read_text(encoding="utf-8"), encoding="utf-8")
+    lines = [json.dumps(r, ensure_ascii=False) for r in replayed(rows, chosen, wrong)]
+    (out_dir / "results.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out.print(line(f"{len(lines)} replayed results in {out_dir}; `causalrag report {out_dir} --against standard_rag`"))
+
+
 def _print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]], *, wrap: str | None = None) -> None:
     """A report section as a simple Rich table, nothing when it has no rows; cells print as plain text, and
     only the ``wrap`` column folds on a narrow terminal."""

@@ -230,3 +230,26 @@ def calibrate(folder: str | Path, *, model: str, provenance: str) -> tuple[Fitte
     if len({style_of(r) for r in rows}) > 1:
         report += table_lines(validate(rows, style_of, fitted, rules_of()), "Leave one passage style out")
     return policy, report
+
+
+# --------------------------------------------------------------------------- replaying policies over one run
+COST_KEYS = ("seconds", "llm_calls", "prompt_tokens", "new_tokens", "forward_passes", "wall_seconds")
+
+
+def replay(rows: Sequence[dict[str, Any]], policies: dict[str, Policy], wrong: dict[str, list[str]]) -> list[dict]:
+    """Result rows (the run format) for ``standard_rag`` and each policy, decided on the same evidence records:
+    a paired comparison in which every answer comes from one calibration run. ``wrong``: each question's planted
+    wrong answers (``misled``). Cost fields are left empty: a replay measures no time."""
+    from causalrag.eval.metrics import answer_scores
+
+    out = []
+    for row in rows:
+        planted = wrong.get(row["question_id"], [])
+        choices: dict[str, tuple[str | None, str]] = {"standard_rag": (None, answers_of(row)["keep"])}
+        choices |= {name: final_answer(row, policy) for name, policy in policies.items()}
+        for method, (route, prediction) in choices.items():
+            out.append({**{k: v for k, v in row.items() if k not in COST_KEYS}, "method": method,
+                        "key": f"{method}|K={row['inject']}|{row['question_id']}", "prediction": prediction,
+                        **answer_scores(prediction, row["answers"]), "route": route, "path": [],
+                        "misled": containment(prediction, planted) if planted else None, "replayed": True})
+    return out

@@ -82,3 +82,15 @@ def test_an_unreadable_policy_is_one_sentence(tmp_path):
                         policy=str(bad))
     with pytest.raises(CausalRAGError, match="Cannot read the triage policy"):
         graph.invoke({"question": "What is the capital of Australia?"})
+
+
+def test_replay_pairs_every_policy_with_standard_rag_on_the_same_records(rows):
+    from causalrag.eval.calibrate import replay
+
+    sure = {**row(0, "a", -0.2, True), "inject": 0}
+    out = replay([sure], {"triage[fitted]": fit_policy(rows, model="fake", margin=0.1)}, {"q0": ["Sydney"]})
+    by_method = {r["method"]: r for r in out}
+    assert by_method["standard_rag"]["prediction"] == "Sydney" and by_method["standard_rag"]["misled"] == 1.0
+    fitted = by_method["triage[fitted]"]
+    assert (fitted["route"], fitted["prediction"], fitted["acc"], fitted["misled"]) == ("knowledge", "Canberra", 1.0, 0.0)
+    assert all(r["replayed"] and "seconds" not in r for r in out)
