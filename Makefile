@@ -49,15 +49,19 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/python -m ruff check causalrag tests benchmarks
 	$(BIN)/python -m mypy
 
-# the documentation site (mkdocs.yml): built strictly, so a broken link or docstring fails `make test`
+# the documentation site (mkdocs.yml): built strictly, so a broken link or docstring fails `make test`;
+# not --quiet, so the build's warnings are there to read (it passes with none)
 docs: $(VENV)/.installed-dev
-	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict
 
+# everything: lint, the docs, every test, the slow real-model tests and the notebooks (nbmake)
 test: $(VENV)/.installed-dev lint docs
 	$(BIN)/python -m pytest -q
 
+# the inner loop, a few minutes: no real-model tests, no notebooks. The path `tests` keeps nbmake (in
+# pyproject's addopts) from collecting notebooks/; the marker leaves out tests/test_notebooks.py
 test-fast: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -m "not slow and not notebooks" tests
 
 # every benchmark with its defaults; one that needs an extra (make test installs them) says so and is skipped
 bench: $(VENV)/.installed

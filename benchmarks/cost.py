@@ -2,7 +2,7 @@
 its ratio to ``standard_rag``, on each backend, measured in one run (with the answers' EM / F1 /
 containment beside them, so a speed-up that costs answers shows).
 
-The harness of ``docs/results.md``: the bundled HotpotQA questions, each retrieving from its own 10
+The harness of docs/performance.md's cost table: the bundled HotpotQA questions, each retrieving from its own 10
 paragraphs (distractor setting), every method with the demo's CPU-sized knobs (``Method.cpu_params``;
 ``--full`` for the papers' defaults). Methods run one after another over all questions (method-major),
 each starting with llama.cpp's prompt cache emptied, so no method is served prompts another method

@@ -3,6 +3,9 @@
 from pathlib import Path
 
 import nbformat
+import pytest
+
+pytestmark = pytest.mark.notebooks
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 

@@ -99,14 +99,12 @@ def counterfactual_fit(llm: LLM, docs: Sequence[Document], said: str, other: str
 
     A counterfactual contrast, in the spirit of CF-RAG's causal discrimination score (§4.2.2, Eq. 11:
     a passage's support for the query against counterfactual ones); here the counterfactual is an
-    answer put into the passage. A passage whose answer was swapped for a wrong one still describes the right one around
-    it, so when the model knows the right one it reads better put back; a true passage reads worse
-    with a wrong answer in it. On the robustness suite's dev half (docs/results.md, 2026-11-26): where
-    every passage agreed against the model's answer, a true passage never read better with the model's
-    wrong one by more than 1.7 nats; where three sources disputed two, the true majority never read
-    better with the runner-up's answer by more than 1.2. The contrast also favours a shorter or more
-    familiar answer string, which is why it is asked only where the passages are unanimous or two
-    supported sides dispute (:func:`rival_answer`), why the bar is high, why a rival much more familiar
+    answer put into the passage. A passage whose answer was swapped for a wrong one still describes the right
+    one around it, so when the model knows the right one it reads better put back; a true passage reads worse
+    with a wrong answer in it (the bar ``knowledge_fit`` and its provenance: docs/results.md, "Tuning
+    record"). The contrast also favours a shorter or more familiar answer string, which is why it is asked
+    only where the passages are unanimous or two supported sides dispute
+    (:func:`~causalrag.nodes.decide.rival_of`), why the bar is high, why a rival much more familiar
     than the passages' answer is not taken (``knowledge_familiarity``), and why it is only asked of
     like for like: −inf when the two are not the same kind of answer (a name for a name, a number for
     a number: a description such as "the architect" in place of a name reads well in any passage), or

@@ -1,4 +1,4 @@
-"""The figures of docs/results.md, 2026-11-27 (night), recomputed from astute's run records (not in the
+"""The figures of research/notebook.md, 2026-11-27 (night), recomputed from astute's run records (not in the
 repository): the dev half at 2026-11-26 (two shards) with the 21 dev traps added since, and the test half of
 2026-11-27 (evening). Run with the repository on PYTHONPATH: ``python checks.py [bands|lone|unanimous]``."""
 import glob

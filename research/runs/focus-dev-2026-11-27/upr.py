@@ -2,7 +2,7 @@
 import json, sys
 from causalrag.tools.backends.llamacpp import LlamaCppLLM
 suite = {json.loads(l)["id"]: json.loads(l) for l in open("causalrag/data/robust/suite.jsonl")}
-rows = json.load(open("docs/results/scatter-dev-2026-11-27/scattered-dev.json"))
+rows = json.load(open("research/runs/scatter-dev-2026-11-27/scattered-dev.json"))
 recs = {json.loads(l)["question_id"]: json.loads(l) for l in open("/work/runs/s50/dev/all.jsonl")}
 llm = LlamaCppLLM()
 out = []
