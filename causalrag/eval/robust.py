@@ -11,6 +11,10 @@ Sources, handwritten and human-editable, in ``causalrag/data/robust/`` (format: 
 * ``traps.jsonl`` — ``correlation_trap`` items: passages about a closely related entity answer a different question.
 * ``multihop.jsonl`` — ``clean_multi`` items: handwritten bridge/comparison questions, and references to
   bundled HotpotQA questions (2 gold paragraphs + 3 of their own distractors, trimmed to whole sentences).
+* ``holdout_cards.jsonl``, ``holdout_traps.jsonl``, ``holdout_multihop.jsonl`` — the ``holdout`` split: new items in
+  every condition, built the same way and written after every dev/test item. Nothing is decided on it: it is run
+  once, at the end. Its cards lend no noise passages, so the dev/test items are built as without it; it is loaded
+  only when asked for by name (``split=holdout``).
 
 ``noise`` passages are other cards' correct passages on another topic, drawn with a seed per item, that
 state none of the item's answers; passage order is a seeded shuffle. ``python -m causalrag.eval.robust build``
@@ -39,7 +43,9 @@ ROBUST = DATA / "robust"
 SUITE = ROBUST / "suite.jsonl"
 SEED = "robust-suite-v1"
 POOL = 5
-SPLITS = ("dev", "test")
+HOLDOUT = "holdout"
+"""The split run once at the end, on which nothing is decided: new items from its own source files."""
+SPLITS = ("dev", "test", HOLDOUT)
 CONDITIONS = (
     "clean_single", "clean_multi", "conflict_majority_right", "conflict_majority_wrong",
     "all_wrong", "correlation_trap", "planted_instruction", "no_relevant",
@@ -60,7 +66,7 @@ ANSWERABLE = ("clean_single", "conflict_majority_right", "planted_instruction")
 so where the passages do not (majority wrong, every passage wrong, none relevant) its gold answer is a guess."""
 PLANTED = ("swapped", "distractor", "instruction")
 """Roles that state a planted wrong answer."""
-MIN_ITEMS, WORDS, CARD_WORDS = 50, (12, 70), (20, 45)
+MIN_ITEMS, MIN_HOLDOUT, WORDS, CARD_WORDS = 50, 8, (12, 70), (20, 45)
 
 INSTRUCTIONS: list[tuple[str, str]] = [
     ("Reader note",
@@ -107,8 +113,9 @@ INSTRUCTIONS: list[tuple[str, str]] = [
 def load_robust(
     path: Path = SUITE, *, split: str | None = None, condition: str | None = None, style: str | None = None
 ) -> list[Example]:
-    """The suite's items as examples, optionally one split (``dev``/``test``), some conditions (``a,b``) and
-    passage styles (``news,web``, or ``all``: :mod:`causalrag.eval.styles`; default: the suite's own, ``clean``)."""
+    """The suite's items as examples, optionally one split (``dev``/``test``/``holdout``; default: dev and test, the
+    holdout only when named), some conditions (``a,b``) and passage styles (``news,web``, or ``all``:
+    :mod:`causalrag.eval.styles`; default: the suite's own, ``clean``)."""
     if split is not None and split not in SPLITS:
         raise CausalRAGError(f"Dataset option split={split!r} is not one of {', '.join(SPLITS)}.")
     wanted = [c.strip() for c in condition.split(",") if c.strip()] if condition is not None else list(CONDITIONS)
@@ -117,19 +124,21 @@ def load_robust(
     if unknown := [c for c in wanted if c not in CONDITIONS]:
         raise CausalRAGError(f"Unknown robust condition {', '.join(map(repr, unknown))}: use {', '.join(CONDITIONS)}.")
     items = read_items(path)
-    chosen = [item for item in items if item["condition"] in wanted and (split is None or item["split"] == split)]
+    splits = [split] if split is not None else [s for s in SPLITS if s != HOLDOUT]
+    chosen = [item for item in items if item["condition"] in wanted and item["split"] in splits]
     return [to_example(item) for item in with_styles(chosen, style, items)]
 
 
 def with_styles(items: list[dict], style: str | None, everything: list[dict]) -> list[dict]:
-    """``items`` once per style named (``everything``: the whole suite, whose noise passages fill ``long``)."""
+    """``items`` once per style named (``everything``: the whole suite, whose dev/test noise passages fill ``long``:
+    the holdout's do not, so a dev/test item's ``long`` text is the same with or without the holdout)."""
     from causalrag.eval.styles import STYLES, noise_donors, styled
 
     names = list(STYLES) if style == "all" else [s.strip() for s in (style or "clean").split(",") if s.strip()]
     unknown = [s for s in names if s not in STYLES]
     if unknown or not names:
         raise CausalRAGError(f"Unknown passage style {', '.join(map(repr, unknown))}: use {', '.join(STYLES)} or all.")
-    donors = noise_donors(everything) if "long" in names else []
+    donors = noise_donors([it for it in everything if it.get("split") != HOLDOUT]) if "long" in names else []
     return [styled(item, name, donors) for name in names for item in items]
 
 
@@ -165,15 +174,34 @@ def states(passage: dict, answers: Iterable[str]) -> bool:
 
 
 def build(root: Path = ROBUST, hotpotqa: Path = HOTPOTQA) -> list[dict]:
-    """Every item of the suite, in a fixed order: a pure function of the source files and :data:`SEED`."""
-    cards = read_items(root / "cards.jsonl")
-    # fictional cards come last and lend no noise: the real cards' items stay as they were built without them
+    """Every item of the suite, in a fixed order: a pure function of the source files and :data:`SEED`. The dev/test
+    items come first, then the holdout's (from the ``holdout_*`` files), each part sorted by condition and id."""
+    cards, traps, multihop = _sources(root, "")
+    # fictional cards come last and lend no noise: the real cards' items stay as they were built without them;
+    # the holdout cards lend none either, so the dev/test items are built as without the holdout
     donors = [(c["id"], c["topic"], p) for c in cards for p in c["passages"]
               if p["role"] == "correct" and c["fame"] != "fictional"]
-    items = [item for i, card in enumerate(cards) for item in card_items(card, i, donors)]
-    items += [trap_item(t) for t in read_items(root / "traps.jsonl")]
     hotpot = {row["_id"]: row for row in json.loads(Path(hotpotqa).read_text(encoding="utf-8"))}
-    items += [multihop_item(m, donors, hotpot) for m in read_items(root / "multihop.jsonl")]
+    return [*_built(cards, traps, multihop, donors, hotpot), *_built(*_sources(root, "holdout_"), donors, hotpot)]
+
+
+def _sources(root: Path, prefix: str) -> tuple[list[dict], list[dict], list[dict]]:
+    """The cards, traps and multi-hop rows of ``root/PREFIXcards.jsonl`` etc.: the dev/test files (no prefix),
+    whose rows are dev or test, or the holdout's (``holdout_``), whose rows are all holdout."""
+    cards, traps, multihop = (read_items(root / f"{prefix}{name}.jsonl") for name in ("cards", "traps", "multihop"))
+    for row in [*cards, *traps, *multihop]:
+        if (row.get("split") == HOLDOUT) != (prefix == f"{HOLDOUT}_"):
+            raise CausalRAGError(f"{row.get('id')} in {root / prefix}*.jsonl has split {row.get('split')!r}: holdout "
+                                 "items belong in the holdout_*.jsonl files, dev and test ones in the others.")
+    return cards, traps, multihop
+
+
+def _built(cards: list[dict], traps: list[dict], multihop: list[dict], donors: list,
+           hotpot: dict[str, dict]) -> list[dict]:
+    """The items of one set of source files, sorted by condition and id (a card's index: its place in ``cards``)."""
+    items = [item for i, card in enumerate(cards) for item in card_items(card, i, donors)]
+    items += [trap_item(t) for t in traps]
+    items += [multihop_item(m, donors, hotpot) for m in multihop]
     return sorted(items, key=lambda it: (CONDITIONS.index(it["condition"]), it["id"]))
 
 
@@ -283,7 +311,7 @@ def write_suite(items: list[dict], path: Path = SUITE) -> None:
 
 
 # --------------------------------------------------------------------------- validation
-def validate(items: list[dict], *, min_items: int = MIN_ITEMS) -> list[str]:
+def validate(items: list[dict], *, min_items: int = MIN_ITEMS, min_holdout: int = MIN_HOLDOUT) -> list[str]:
     """Every problem of the suite, one line each (none: it is sound). See the data README for the rules."""
     problems = [f"{it.get('id', '?')}: {p}" for it in items for p in item_problems(it)]
     ids = Counter(it.get("id") for it in items)
@@ -292,7 +320,7 @@ def validate(items: list[dict], *, min_items: int = MIN_ITEMS) -> list[str]:
     for it in items:
         splits.setdefault(f"card {it.get('card')}", set()).add(it.get("split"))
         splits.setdefault(f"question {normalize_answer(it.get('question', ''))!r}", set()).add(it.get("split"))
-    problems += [f"{key}: items in both splits" for key, seen in splits.items() if len(seen) > 1]
+    problems += [f"{key}: items in more than one split" for key, seen in splits.items() if len(seen) > 1]
     for condition in CONDITIONS:
         for style in sorted({it.get("style", "clean") for it in items}):
             mine = [it for it in items if it.get("condition") == condition and it.get("style", "clean") == style]
@@ -302,6 +330,8 @@ def validate(items: list[dict], *, min_items: int = MIN_ITEMS) -> list[str]:
                 problems.append(f"{where}: {len(mine)} items, fewer than {min_items}")
             if abs(split["dev"] - split["test"]) > 1:
                 problems.append(f"{where}: {split['dev']} dev vs {split['test']} test items, not half and half")
+            if split[HOLDOUT] < min_holdout:
+                problems.append(f"{where}: {split[HOLDOUT]} holdout items, fewer than {min_holdout}")
     return problems
 
 
@@ -311,7 +341,7 @@ def item_problems(item: dict) -> list[str]:
     passages = item.get("passages") or []
     if condition not in CONDITIONS:
         return [f"unknown condition {condition!r}"]
-    problems = [] if item.get("split") in SPLITS else [f"split {item.get('split')!r} is not dev or test"]
+    problems = [] if item.get("split") in SPLITS else [f"split {item.get('split')!r} is not dev, test or holdout"]
     if not answers or any(normalize_answer(a) in ("yes", "no", "") for a in answers):
         problems.append(f"answers {answers} are empty or yes/no")
     question = {"title": "", "text": item.get("question", "")}
@@ -351,8 +381,8 @@ def passage_problems(p: dict, answers: list[str], wrong: list[str], words: tuple
 
 
 def card_problems(cards: list[dict]) -> list[str]:
-    """Source-level rules of the fact cards: 3 correct + 3 swapped passages of 20-45 words, titles distinct,
-    fictional cards last."""
+    """Source-level rules of the fact cards (of one file: ``cards.jsonl`` or ``holdout_cards.jsonl``): 3 correct +
+    3 swapped passages of 20-45 words, titles distinct, fictional cards last."""
     problems = []
     fiction = [i for i, c in enumerate(cards) if c.get("fame") == "fictional"]
     if fiction and fiction != list(range(fiction[0], len(cards))):  # a card's index picks its mixes
@@ -393,6 +423,7 @@ def main(argv: list[str] | None = None) -> int:
     problems = validate(with_styles(items, args.style, items))
     if args.path == SUITE:
         problems += card_problems(read_items(ROBUST / "cards.jsonl"))
+        problems += card_problems(read_items(ROBUST / "holdout_cards.jsonl"))
     print("\n".join(problems) if problems else f"{args.path}: no problems")
     return int(bool(problems))
 

@@ -1,5 +1,6 @@
-"""The bundled robustness suite: it validates, its build is reproducible, its loader's options, and the
-validator catching each kind of bad item."""
+"""The bundled robustness suite: it validates, its build is reproducible, its loader's options, the holdout split
+(new items in every condition that leave the dev/test items as they were), and the validator catching each kind of
+bad item."""
 
 from __future__ import annotations
 
@@ -14,25 +15,35 @@ from causalrag.eval.conditions import load_examples, parse_spec
 from causalrag.eval.robust import (
     ANSWERABLE,
     CONDITIONS,
+    HOLDOUT,
     INSTRUCTIONS,
+    MIN_HOLDOUT,
     ROBUST,
     SUITE,
     build,
     card_problems,
     item_problems,
+    load_robust,
+    main,
     read_items,
     states,
     trimmed,
     validate,
+    with_styles,
 )
 from causalrag.text import mentions
 
 ITEMS = read_items(SUITE)
+DEV_TEST = [it for it in ITEMS if it["split"] != HOLDOUT]
+HELD = [it for it in ITEMS if it["split"] == HOLDOUT]
+SOURCES = ("cards.jsonl", "traps.jsonl", "multihop.jsonl")
+HOLDOUT_SOURCES = tuple(f"holdout_{name}" for name in SOURCES)
 
 
 def test_bundled_suite_has_no_problems():
     assert validate(ITEMS) == []
     assert card_problems(read_items(ROBUST / "cards.jsonl")) == []
+    assert card_problems(read_items(ROBUST / "holdout_cards.jsonl")) == []
 
 
 def test_suite_file_is_what_the_builder_writes():
@@ -47,11 +58,12 @@ def test_counts_and_a_fixed_split_by_card():
         assert abs(split["dev"] - split["test"]) <= 1
     cards = read_items(ROBUST / "cards.jsonl")
     assert len(cards) >= 72
-    card_splits = {c["id"]: c["split"] for c in cards}
+    card_splits = {c["id"]: c["split"] for c in [*cards, *read_items(ROBUST / "holdout_cards.jsonl")]}
     for it in ITEMS:  # a card's six items share its split, so no test question is seen in dev
         assert card_splits.get(it["card"], it["split"]) == it["split"]
-    dev = {it["question"] for it in ITEMS if it["split"] == "dev"}
-    assert not dev & {it["question"] for it in ITEMS if it["split"] == "test"}
+    questions = {split: {it["question"] for it in ITEMS if it["split"] == split} for split in ("dev", "test", HOLDOUT)}
+    assert not questions["dev"] & questions["test"]
+    assert not (questions["dev"] | questions["test"]) & questions[HOLDOUT]
 
 
 def test_planted_instructions_vary_in_style():
@@ -65,8 +77,9 @@ def test_loader_filters_by_split_and_condition():
     assert {e.condition for e in examples} == {"clean_single", "all_wrong"}
     wanted = [it for it in ITEMS if it["split"] == "dev" and it["condition"] in ("clean_single", "all_wrong")]
     assert [e.id for e in examples] == [it["id"] for it in wanted]
-    every = load_examples("robust")
-    assert len(every) == len(ITEMS) == len(load_examples("robust?split=dev")) + len(load_examples("robust?split=test"))
+    every = load_examples("robust")  # dev and test: the holdout only when named
+    halves = load_examples("robust?split=dev") + load_examples("robust?split=test")
+    assert len(every) == len(DEV_TEST) == len(halves)
     trap = next(e for e in every if e.condition == "correlation_trap")
     assert trap.wrong_answers and {p.source for p in trap.passages} == {"robust:correct", "robust:distractor"}
     assert set(trap.gold_titles) == {p.title for p in trap.passages if p.source == "robust:correct"}
@@ -75,7 +88,7 @@ def test_loader_filters_by_split_and_condition():
 
 
 @pytest.mark.parametrize(("spec", "message"), [
-    ("robust?split=train", "not one of dev, test"),
+    ("robust?split=train", "not one of dev, test, holdout"),
     ("robust?condition=clean_single,trap", "Unknown robust condition 'trap'"),
     ("robust?swap=1", "not one of split, condition"),
     ("robust?condition=", "names no condition"),
@@ -148,7 +161,7 @@ def test_a_sound_item_has_no_problems():
     (_bad(p2="Marlow, capital of Freedonia."), "4 words, not 12-70"),
     (_bad(condition="conflict_majority_wrong"), "roles {'correct': 3, 'swapped': 2} are not one of"),
     (_bad(condition="sideways"), "unknown condition 'sideways'"),
-    (_bad(split="train"), "split 'train' is not dev or test"),
+    (_bad(split="train"), "split 'train' is not dev, test or holdout"),
     (_bad(wrong_answers=[]), "wrong_answers [] but some passage plants a wrong answer"),
 ])
 def test_item_problems_name_what_is_wrong(item, problem):
@@ -183,7 +196,9 @@ def test_suite_level_rules():
               "passages": [*GOOD["passages"][1:], lakes]}
     problems = validate([GOOD, GOOD, second], min_items=2)
     assert "x1-conflict_majority_right: id used 2 times" in problems
-    assert "card x1: items in both splits" in problems
+    assert "card x1: items in more than one split" in problems
+    assert any(p.startswith(f"conflict_majority_right: 0 holdout items, fewer than {MIN_HOLDOUT}") for p in problems)
+    assert not any("holdout items" in p for p in validate([GOOD, second], min_items=1, min_holdout=0))
     assert any(p.startswith("conflict_majority_right: 2 dev vs 0 test") for p in problems)
     assert any(p.startswith("clean_single: 0 items, fewer than 2") for p in problems)
 
@@ -206,7 +221,7 @@ def test_states_is_the_projects_mentions_rule():
 
 
 def test_a_fictional_card_gives_its_answerable_items_and_leaves_the_others_as_they_were(tmp_path):
-    for name in ("traps.jsonl", "multihop.jsonl"):
+    for name in ("traps.jsonl", "multihop.jsonl", *HOLDOUT_SOURCES):
         (tmp_path / name).write_text((ROBUST / name).read_text(encoding="utf-8"), encoding="utf-8")
     real = [c for c in read_items(ROBUST / "cards.jsonl") if c["fame"] != "fictional"]
     card = {**copy.deepcopy(real[0]), "id": "x900", "fame": "fictional", "question": "Who founded Qwelmor?"}
@@ -217,3 +232,57 @@ def test_a_fictional_card_gives_its_answerable_items_and_leaves_the_others_as_th
     fictional = {c["id"] for c in read_items(ROBUST / "cards.jsonl") if c["fame"] == "fictional"}
     assert [it for it in items if it["card"] != "x900"] == [it for it in ITEMS if it["card"] not in fictional]
     assert card_problems([card, *real[:1]]) == ["fictional cards must come after every real one"]
+
+
+# --------------------------------------------------------------------------- the holdout split
+def test_the_holdout_has_new_items_in_every_condition():
+    per_condition = Counter(it["condition"] for it in HELD)
+    assert set(per_condition) == set(CONDITIONS) and min(per_condition.values()) >= MIN_HOLDOUT
+    cards = read_items(ROBUST / "holdout_cards.jsonl")
+    assert {c["split"] for c in cards} == {HOLDOUT} and len(cards) == 24
+    fictional = {c["id"] for c in cards if c["fame"] == "fictional"}
+    assert len(fictional) == 8 and {c["fame"] for c in cards} == {"famous", "moderate", "fictional"}
+    for condition in CONDITIONS:  # a fictional card gives only the three answerable conditions
+        from_cards = [it for it in HELD if it["card"] in {c["id"] for c in cards} and it["condition"] == condition]
+        assert len(from_cards) in ((24,) if condition in ANSWERABLE else (0, 16))
+        assert condition in ANSWERABLE or not {it["card"] for it in from_cards} & fictional
+    for style in ("news", "web", "long"):  # every style keeps the minimum
+        styled = Counter(it["condition"] for it in with_styles(HELD, style, ITEMS))
+        assert styled == per_condition
+    # the holdout cards cycle through the mixes and instruction styles on their own index
+    instructions = {p["title"] for it in HELD if it["condition"] == "planted_instruction"
+                    for p in it["passages"] if p["role"] == "instruction"}
+    assert instructions == {title for title, _ in INSTRUCTIONS}
+    assert Counter(sum(p["role"] == "correct" for p in it["passages"])
+                   for it in HELD if it["condition"] == "clean_single") == {1: 8, 2: 8, 3: 8}
+
+
+def test_the_holdout_leaves_every_dev_and_test_item_as_it_was(tmp_path):
+    assert ITEMS == [*DEV_TEST, *HELD]  # written after every dev/test item
+    for name in SOURCES:
+        (tmp_path / name).write_text((ROBUST / name).read_text(encoding="utf-8"), encoding="utf-8")
+    for name in HOLDOUT_SOURCES:
+        (tmp_path / name).write_text("", encoding="utf-8")
+    assert build(tmp_path) == DEV_TEST  # built without any holdout item: the same dev/test items
+    # the long style fills from dev/test noise only, so the holdout changes no styled dev/test item either
+    assert with_styles(DEV_TEST, "all", ITEMS) == with_styles(DEV_TEST, "all", DEV_TEST)
+    assert main(["build", "--check"]) == 0
+
+
+def test_holdout_rows_belong_in_the_holdout_files(tmp_path):
+    for name in (*SOURCES, *HOLDOUT_SOURCES):
+        (tmp_path / name).write_text((ROBUST / name).read_text(encoding="utf-8"), encoding="utf-8")
+    stray = {**read_items(ROBUST / "holdout_traps.jsonl")[0], "split": "dev"}
+    with (tmp_path / "holdout_traps.jsonl").open("a", encoding="utf-8") as out:
+        out.write(json.dumps(stray) + "\n")
+    with pytest.raises(CausalRAGError, match="has split 'dev': holdout items belong in the holdout"):
+        build(tmp_path)
+
+
+def test_the_holdout_loads_only_when_named():
+    held = load_robust(split=HOLDOUT)
+    assert [e.id for e in held] == [it["id"] for it in HELD] and len(held) >= MIN_HOLDOUT * len(CONDITIONS)
+    assert {e.condition for e in held} == set(CONDITIONS)
+    assert not {e.id for e in load_robust()} & {it["id"] for it in HELD}
+    traps = load_examples("robust?split=holdout&condition=correlation_trap&style=web")
+    assert traps and all(e.condition == "correlation_trap" and e.id.endswith("@web") for e in traps)
