@@ -594,6 +594,7 @@ def calibrate(
     from causalrag.eval.calibrate import calibrate as fit
     from causalrag.eval.calibrate import calibration_config
     from causalrag.eval.runner import merge_runs, run_eval
+    from causalrag.nodes.triage import BUNDLED_MODEL_NAME
 
     folders = runs or [policy_out.with_suffix(".runs")]
     if not all((f / "results.jsonl").exists() for f in folders) or shard:
@@ -605,8 +606,9 @@ def calibrate(
     if len(folders) > 1:
         folder = policy_out.with_suffix(".merged")
         merge_runs(folders, folder)
-    name = model or settings().model or "bundled Gemma 3 270M base"
-    policy, report = fit(folder, model=str(name), provenance=f"{dataset}, {folder}")
+    given = model or settings().model
+    name = Path(given).stem if given else BUNDLED_MODEL_NAME
+    policy, report = fit(folder, model=name, provenance=f"{dataset}, {folder.name}")
     policy_out.write_text(json.dumps(policy.to_json(), indent=1) + "\n", encoding="utf-8")
     policy_out.with_suffix(".md").write_text("\n".join(report), encoding="utf-8")
     out.print("\n".join(report), highlight=False, markup=False)

@@ -188,6 +188,8 @@ def recall(state: TriageState, runtime: Runtime[TriageContext]) -> dict[str, Any
 
 
 
+BUNDLED_MODEL_NAME = "gemma-3-270m-q4_k_m"
+"""The bundled model's name (as its llama.cpp backend reports it), which its fitted policy records."""
 BUNDLED_POLICY = Path(__file__).resolve().parents[1] / "data" / "policies" / "gemma-3-270m-base.json"
 """The policy fitted for the bundled model on the robustness suite's dev half (``policy="bundled"``)."""
 
