@@ -582,20 +582,25 @@ def calibrate(
     model: ModelOpt = None,
     backend: BackendOpt = None,
     shard: Annotated[str | None, typer.Option(help="Run only shard I/N (then fit from --runs).")] = None,
+    kind: Annotated[
+        str, typer.Option(help="rules: fit the rules' thresholds; logistic: a model of each route's gain.")
+    ] = "rules",
 ) -> None:
     """Fit triage's decision policy for the model in use on dev data; use it with `-p policy=PATH`
     (or CAUSALRAG_POLICY=PATH).
 
     Runs triage with every probe and the vote route forced on each question (so every route's answer is
-    known), fits per route a logistic model of its gain over standard RAG's answer, chooses the margin
-    leave-one-condition-out, and writes the policy and its validation (leave one condition out, and one
-    passage style out when the data has several) beside it as Markdown.
+    known), then fits the rules' thresholds to that model (or, with --kind logistic, a model of each route's
+    gain over standard RAG's answer), and writes the policy and its validation (leave one condition out, and
+    one passage style out when the data has several) beside it as Markdown.
     """
     from causalrag.eval.calibrate import calibrate as fit
     from causalrag.eval.calibrate import calibration_config
     from causalrag.eval.runner import merge_runs, run_eval
     from causalrag.nodes.triage import BUNDLED_MODEL_NAME
 
+    if kind not in ("rules", "logistic"):  # before any run: the fit would only fail at the end
+        raise CausalRAGError(f"Unknown policy kind {kind!r}: use --kind rules or --kind logistic.")
     folders = runs or [policy_out.with_suffix(".runs")]
     if not all((f / "results.jsonl").exists() for f in folders) or shard:
         run_eval(calibration_config(dataset, model=model, backend=backend, shard=shard), folders[0])
@@ -608,11 +613,11 @@ def calibrate(
         merge_runs(folders, folder)
     given = model or settings().model
     name = Path(given).stem if given else BUNDLED_MODEL_NAME
-    policy, report = fit(folder, model=name, provenance=f"{dataset}, {folder.name}")
-    policy_out.write_text(json.dumps(policy.to_json(), indent=1) + "\n", encoding="utf-8")
-    policy_out.with_suffix(".md").write_text("\n".join(report), encoding="utf-8")
+    data, report = fit(folder, model=name, provenance=f"{dataset}, {folder.name}", kind=kind)
+    policy_out.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    policy_out.with_suffix(".md").write_text("\n".join(report) + "\n", encoding="utf-8")
     out.print("\n".join(report), highlight=False, markup=False)
-    out.print(line(f"wrote {policy_out} (routes: {', '.join(policy.routes) or 'none'}; margin {policy.margin})"))
+    out.print(line(f"wrote {policy_out} and its validation, {policy_out.with_suffix('.md')}"))
 
 
 @app.command()

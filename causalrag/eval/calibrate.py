@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from causalrag.nodes.decide import (
     FittedPolicy,
     Policy,
     RouteModel,
+    RulePolicy,
     decide_with,
     features,
     route_answer,
@@ -107,6 +108,46 @@ def fit_policy(rows: Sequence[dict[str, Any]], *, model: str, margin: float, pro
     """A policy over every route with enough examples in ``rows``."""
     routes: dict[str, RouteModel] = {r: m for r in FITTED_ROUTES if (m := fit_route(rows, r)) is not None}
     return FittedPolicy(model=model, margin=margin, routes=routes, provenance=provenance)
+
+
+GRID: dict[str, tuple[float, ...]] = {
+    "knowledge_confidence": (0.0, -0.25, -0.5, -0.75, -1.0, -1.5, -2.0),
+    "minority_confidence": (-0.5, -1.0, -1.5, -2.0, -3.0, -5.0, -1000.0),
+    "knowledge_fit": (1.0, 2.0, 3.0, 4.0, 6.0, 1000.0),
+    "knowledge_familiarity": (5.0, 10.0, 20.0, 1000.0),
+    "contrast_confidence": (-1.0, -1.5, -2.25, -3.0, -5.0, -1000.0),
+    "focus_margin": (1.0, 2.0, 3.0, 1000.0),
+    "focus_joint": (1.0, 1.5, 2.0),
+}
+"""The values :func:`fit_thresholds` tries for each threshold of the rules (1000 and −1000 turn a rule off). The
+focus probe records a passage only at the collection's ``focus_margin`` (1) and ``focus_joint`` (2) or better, so
+those two are fitted only the stricter way."""
+CLEAN_WEIGHT = 2.0
+"""How much a clean question lost counts against a conflict won, in :func:`objective`: do no harm first."""
+
+
+def objective(rows: Sequence[dict[str, Any]], policy: Policy) -> float:
+    """Wins − losses against keep over ``rows``, a clean question lost counting :data:`CLEAN_WEIGHT` times."""
+    total = 0.0
+    for row in rows:
+        keep = containment(answers_of(row)["keep"], row["answers"])
+        gain = containment(final_answer(row, policy)[1], row["answers"]) - keep
+        total += gain * (CLEAN_WEIGHT if gain < 0 and condition_of(row) in CLEAN else 1.0)
+    return total
+
+
+def fit_thresholds(rows: Sequence[dict[str, Any]], *, passes: int = 2) -> RulePolicy:
+    """The rules' thresholds fitted to ``rows`` by coordinate search over :data:`GRID`, from the hand-set defaults:
+    each threshold in turn takes the grid value with the best :func:`objective`, keeping its value on a tie."""
+    best = RulePolicy()
+    score = objective(rows, best)
+    for _ in range(passes):
+        for name, values in GRID.items():
+            for value in values:
+                trial = replace(best, **{name: value})
+                if (found := objective(rows, trial)) > score:
+                    best, score = trial, found
+    return best
 
 
 def final_answer(row: dict[str, Any], policy: Policy) -> tuple[Route, str]:
@@ -188,18 +229,18 @@ def choose_margin(rows: Sequence[dict[str, Any]], model: str) -> tuple[float, di
     return max(safe, key=lambda m: (scores[m][0], m)), scores
 
 
-def fitter(model: str, margin: float) -> Callable[[Sequence[dict[str, Any]]], Policy]:
-    """A function fitting the policy with this margin on some rows (the folds of :func:`validate`)."""
+def fitter(model: str, margin: float, kind: str = "logistic") -> Callable[[Sequence[dict[str, Any]]], Policy]:
+    """A function fitting a policy of ``kind`` (``rules``: the thresholds; ``logistic``: with this margin) on some
+    rows (the folds of :func:`validate`)."""
 
     def fit(part: Sequence[dict[str, Any]]) -> Policy:
-        return fit_policy(part, model=model, margin=margin)
+        return fit_thresholds(part) if kind == "rules" else fit_policy(part, model=model, margin=margin)
 
     return fit
 
 
 def rules_of() -> Policy:
-    from causalrag.nodes.decide import RulePolicy
-
+    """The hand-set rules (the thresholds' defaults), for comparison."""
     return RulePolicy()
 
 
@@ -214,22 +255,32 @@ def table_lines(table: dict[str, dict[str, Tally]], title: str) -> list[str]:
     return [*lines, ""]
 
 
-def calibrate(folder: str | Path, *, model: str, provenance: str) -> tuple[FittedPolicy, list[str]]:
-    """Fit the policy on a calibration run's rows, with its margin and validation report (Markdown lines)."""
+def calibrate(folder: str | Path, *, model: str, provenance: str, kind: str = "rules") -> tuple[dict, list[str]]:
+    """The fitted policy (its JSON) on a calibration run's rows, and its validation report (Markdown lines):
+    ``rules`` fits the rules' thresholds, ``logistic`` a model of each route's gain (its margin chosen
+    leave-one-condition-out)."""
     rows = read_rows(folder)
     if not rows:
         raise ValueError(f"no calibration rows in {folder}")
-    margin, scores = choose_margin(rows, model)
-    policy = fit_policy(rows, model=model, margin=margin, provenance=provenance)
-    report = [f"# Triage policy for {model}", "", f"Fitted on {len(rows)} questions ({provenance}); features: "
-              f"{', '.join(FEATURES)}.", "", "Margin chosen leave-one-condition-out (wins − losses against keep, "
-              "all / clean): " + ", ".join(f"{m}: {s[0]:+d} / {s[1]:+d}" for m, s in scores.items()) +
-              f" → {margin}.", ""]
-    fitted = fitter(model, margin)
+    report = [f"# Triage policy for {model} ({kind})", "", f"Fitted on {len(rows)} questions ({provenance}).", ""]
+    if kind == "rules":
+        thresholds = fit_thresholds(rows)
+        data = thresholds.to_json(model=model, provenance=provenance)
+        report += ["Thresholds: " + ", ".join(f"{k} {v:g}" for k, v in vars(thresholds).items()) + ".", ""]
+        fitted = fitter(model, 0.0, "rules")
+    else:
+        margin, scores = choose_margin(rows, model)
+        data = fit_policy(rows, model=model, margin=margin, provenance=provenance).to_json()
+        report += ["Features: " + ", ".join(FEATURES) + ".", "", "Margin chosen leave-one-condition-out (wins − "
+                   "losses against keep, all / clean): " + ", ".join(f"{m}: {s[0]:+d} / {s[1]:+d}"
+                                                                    for m, s in scores.items()) + f" → {margin}.", ""]
+        fitted = fitter(model, margin)
+    report += ["Each group is decided by a policy fitted without it, beside the hand-set rules (which were set on "
+               "the suite's dev half: on dev data their figures are in-sample).", ""]
     report += table_lines(validate(rows, condition_of, fitted, rules_of()), "Leave one condition out")
     if len({style_of(r) for r in rows}) > 1:
         report += table_lines(validate(rows, style_of, fitted, rules_of()), "Leave one passage style out")
-    return policy, report
+    return data, report
 
 
 # --------------------------------------------------------------------------- replaying policies over one run

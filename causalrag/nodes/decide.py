@@ -52,6 +52,10 @@ class RulePolicy:
         """The policy a context's thresholds make."""
         return cls(**{f.name: getattr(ctx, f.name) for f in fields(cls)})
 
+    def to_json(self, *, model: str, provenance: str = "") -> dict[str, Any]:
+        """The policy file ``causalrag calibrate`` writes for these thresholds fitted to ``model``."""
+        return {"kind": "rules", "model": model, "provenance": provenance, "thresholds": vars(self)}
+
 
 def canonical(groups: Sequence[GroupRecord]) -> list[GroupRecord]:
     """Groups largest first, ties by answer, each group's sources sorted: an order that does not depend on the
@@ -160,7 +164,10 @@ def decide(evidence: Evidence, policy: RulePolicy) -> Decision:
             why=f"the passages read {contrast['fit']:.1f} nats better with the rival answer in place of theirs",
         )
     focused = evidence.get("focus")
-    if shape == "scattered" and focused and not same_answer(focused["answer"], evidence.get("standard", "")):
+    standing_out = focused is not None and focused["margin"] >= policy.focus_margin
+    alone = focused is not None and focused["joint"] < policy.focus_joint  # needs no second passage
+    if shape == "scattered" and focused and standing_out and alone and not same_answer(focused["answer"],
+                                                                                       evidence.get("standard", "")):
         return Decision(
             route="focus", shape=shape, believed=None,
             why=f"one passage is the one asked by {focused['margin']:.1f} nats, and answers otherwise",

@@ -195,7 +195,8 @@ BUNDLED_POLICY = Path(__file__).resolve().parents[1] / "data" / "policies" / "ge
 
 
 def policy_of(ctx: TriageContext) -> Policy:
-    """The context's decision policy: the rules with its thresholds, or a fitted policy read from its file."""
+    """The context's decision policy: the rules with its thresholds, or a policy fitted by ``causalrag calibrate``
+    read from its file (fitted thresholds of the same rules, or a logistic model of each route's gain)."""
     name = ctx.policy or settings().policy or "rules"
     if name == "rules":
         return RulePolicy.of(ctx)
@@ -203,10 +204,13 @@ def policy_of(ctx: TriageContext) -> Policy:
 
 
 @cache
-def load_policy(path: str) -> FittedPolicy:
+def load_policy(path: str) -> Policy:
     """A fitted policy from its JSON file (read once per process)."""
     try:
-        return FittedPolicy.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        if data.get("kind") == "rules":
+            return RulePolicy(**{k: float(v) for k, v in data["thresholds"].items()})
+        return FittedPolicy.from_json(data)
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise CausalRAGError(f"Cannot read the triage policy {path} ({error}): pass policy=rules, bundled, or a "
                              "file written by `causalrag calibrate`.") from error

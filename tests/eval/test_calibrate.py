@@ -95,3 +95,16 @@ def test_replay_pairs_every_policy_with_standard_rag_on_the_same_records(rows):
     assert (fitted["route"], fitted["prediction"]) == ("knowledge", "Canberra")
     assert (fitted["acc"], fitted["misled"]) == (1.0, 0.0)
     assert all(r["replayed"] and "seconds" not in r for r in out)
+
+
+def test_fitted_thresholds_follow_the_data_and_load_as_a_rules_policy(rows, tmp_path):
+    from causalrag.eval.calibrate import fit_thresholds
+    from causalrag.nodes.decide import RulePolicy
+    from causalrag.nodes.triage import load_policy
+
+    fitted = fit_thresholds(rows)  # a model right from −1.0 up: the bar moves down from the hand-set −0.5
+    assert -1.0 <= fitted.knowledge_confidence < -0.5
+    assert fitted != RulePolicy()
+    path = tmp_path / "rules.json"
+    path.write_text(json.dumps(fitted.to_json(model="fake", provenance="test rows")))
+    assert load_policy(str(path)) == fitted
