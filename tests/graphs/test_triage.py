@@ -655,3 +655,14 @@ def test_decide_names_what_decided_and_reads_only_the_record():
     assert decide(focused, POLICY)["route"] == "focus"
     agreeing = Evidence(**scattered, focus={"answer": "sydney", "passage": "p0", "margin": 4.0, "joint": 0.0})
     assert decide(agreeing, POLICY)["route"] == "keep"  # the passage asked of agrees with the joint reading
+
+
+@pytest.mark.parametrize("method", ["astute", "cf_rag", "retro"])
+def test_a_voting_paper_method_reuses_the_readings_triage_made(method):
+    """The vote subgraph gets the passages read alone by ``read_alone``: none of them is read alone again."""
+    llm = reader(standard="Sydney", closed="Perth")
+    state = run(method, llm, store_of("Canberra", "Canberra", "Canberra", "Sydney", "Sydney"))
+    assert nodes(state)[-1] == "vote"
+    alone = [passage_block(p)[0] for p in llm.prompts if len(passage_block(p)) == 1]
+    retrieved = [a for a in alone if "Source" in a]  # not Astute's passage from memory, a source of its own
+    assert len(retrieved) == len(set(retrieved)) == 5, retrieved  # each of the five retrieved passages, once
