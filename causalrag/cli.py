@@ -585,6 +585,7 @@ def calibrate(
     kind: Annotated[
         str, typer.Option(help="rules: fit the rules' thresholds; logistic: a model of each route's gain.")
     ] = "rules",
+    fit_only: Annotated[bool, typer.Option("--fit-only", help="Fit on the --runs folders as they are.")] = False,
 ) -> None:
     """Fit triage's decision policy for the model in use on dev data; use it with `-p policy=PATH`
     (or CAUSALRAG_POLICY=PATH).
@@ -596,24 +597,22 @@ def calibrate(
     """
     from causalrag.eval.calibrate import calibrate as fit
     from causalrag.eval.calibrate import calibration_config
-    from causalrag.eval.runner import merge_runs, run_eval
+    from causalrag.eval.runner import run_eval
     from causalrag.nodes.triage import BUNDLED_MODEL_NAME
 
     if kind not in ("rules", "logistic"):  # before any run: the fit would only fail at the end
         raise CausalRAGError(f"Unknown policy kind {kind!r}: use --kind rules or --kind logistic.")
     folders = runs or [policy_out.with_suffix(".runs")]
-    if not all((f / "results.jsonl").exists() for f in folders) or shard:
-        run_eval(calibration_config(dataset, model=model, backend=backend, shard=shard), folders[0])
+    if not fit_only:
+        if len(folders) > 1:
+            raise CausalRAGError("Several --runs are fitted together only: add --fit-only (run each one first).")
+        run_eval(calibration_config(dataset, model=model, backend=backend, shard=shard), folders[0])  # resumes
         if shard:
-            out.print(line(f"shard {shard} done in {folders[0]}; fit with --runs over every shard's folder"))
+            out.print(line(f"shard {shard} done in {folders[0]}; fit with --fit-only --runs over every shard's folder"))
             return
-    folder = folders[0]
-    if len(folders) > 1:
-        folder = policy_out.with_suffix(".merged")
-        merge_runs(folders, folder)
     given = model or settings().model
     name = Path(given).stem if given else BUNDLED_MODEL_NAME
-    data, report = fit(folder, model=name, provenance=f"{dataset}, {folder.name}", kind=kind)
+    data, report = fit(folders, model=name, provenance=", ".join(f.name for f in folders), kind=kind)
     policy_out.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     policy_out.with_suffix(".md").write_text("\n".join(report) + "\n", encoding="utf-8")
     out.print("\n".join(report), highlight=False, markup=False)

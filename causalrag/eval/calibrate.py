@@ -255,13 +255,15 @@ def table_lines(table: dict[str, dict[str, Tally]], title: str) -> list[str]:
     return [*lines, ""]
 
 
-def calibrate(folder: str | Path, *, model: str, provenance: str, kind: str = "rules") -> tuple[dict, list[str]]:
-    """The fitted policy (its JSON) on a calibration run's rows, and its validation report (Markdown lines):
+def calibrate(
+    folders: Sequence[str | Path], *, model: str, provenance: str, kind: str = "rules"
+) -> tuple[dict, list[str]]:
+    """The fitted policy (its JSON) on the rows of calibration runs, and its validation report (Markdown lines):
     ``rules`` fits the rules' thresholds, ``logistic`` a model of each route's gain (its margin chosen
     leave-one-condition-out)."""
-    rows = read_rows(folder)
+    rows = [row for folder in folders for row in read_rows(folder)]
     if not rows:
-        raise ValueError(f"no calibration rows in {folder}")
+        raise ValueError(f"no calibration rows in {', '.join(map(str, folders))}")
     report = [f"# Triage policy for {model} ({kind})", "", f"Fitted on {len(rows)} questions ({provenance}).", ""]
     if kind == "rules":
         thresholds = fit_thresholds(rows)

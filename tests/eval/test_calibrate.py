@@ -108,3 +108,21 @@ def test_fitted_thresholds_follow_the_data_and_load_as_a_rules_policy(rows, tmp_
     path = tmp_path / "rules.json"
     path.write_text(json.dumps(fitted.to_json(model="fake", provenance="test rows")))
     assert load_policy(str(path)) == fitted
+
+
+def test_the_calibrate_command_fits_and_validates_from_run_folders(tmp_path, rows):
+    from typer.testing import CliRunner
+
+    from causalrag.cli import app
+    from causalrag.nodes.triage import load_policy
+
+    for name, part in (("a", rows[:60]), ("b", rows[60:])):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.jsonl").write_text("\n".join(json.dumps(r) for r in part) + "\n")
+    out = tmp_path / "policy.json"
+    result = CliRunner().invoke(app, ["calibrate", "--fit-only", "--runs", str(tmp_path / "a"), "--runs",
+                                      str(tmp_path / "b"), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert load_policy(str(out)).knowledge_confidence < -0.5  # fitted thresholds, loadable as a policy
+    report = out.with_suffix(".md").read_text()
+    assert "Leave one condition out" in report and "| a | 40 |" in report
