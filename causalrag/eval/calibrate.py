@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from causalrag.eval.metrics import containment
+from causalrag.eval.report import CONDITION_GROUPS
 from causalrag.eval.runner import EvalConfig
 from causalrag.nodes.decide import (
     FEATURES,
@@ -204,11 +205,14 @@ def validate(
     table: dict[str, dict[str, Tally]] = {}
     for name, held in sorted(groups.items()):
         policy = fitted([r for r in rows if by(r) != name])
-        table[name] = {"fitted": Tally(), "rules": Tally()}
+        table[name] = defaultdict(Tally)
         for row in held:
             keep = containment(answers_of(row)["keep"], row["answers"])
+            pool = next((p for p, members in CONDITION_GROUPS.items() if condition_of(row) in members), "other")
             for label, chosen in (("fitted", policy), ("rules", rules)):
-                table[name][label].add(containment(final_answer(row, chosen)[1], row["answers"]), keep)
+                right = containment(final_answer(row, chosen)[1], row["answers"])
+                table[name][label].add(right, keep)
+                table[name][f"{label} {pool}"].add(right, keep)
     return table
 
 
@@ -244,14 +248,17 @@ def rules_of() -> Policy:
     return RulePolicy()
 
 
-def table_lines(table: dict[str, dict[str, Tally]], title: str) -> list[str]:
-    """A Markdown table of :func:`validate`'s result."""
+def table_lines(table: dict[str, dict[str, Tally]], title: str, *, pooled: bool = False) -> list[str]:
+    """A Markdown table of :func:`validate`'s result (``pooled``: a row per pooled group of conditions too)."""
     lines = [f"### {title}", "", "| held out | questions | keep Acc | fitted ΔAcc (won/lost) | rules ΔAcc (won/lost) |",
              "|---|---|---|---|---|"]
     for name, t in table.items():
-        f, r = t["fitted"], t["rules"]
-        lines.append(f"| {name} | {f.questions} | {f.keep_right / max(1, f.questions):.2f} | "
-                     f"{f.delta:+.2f} ({f.wins}/{f.losses}) | {r.delta:+.2f} ({r.wins}/{r.losses}) |")
+        pools = [""] + ([f" {p}" for p in (*CONDITION_GROUPS, "other") if f"fitted {p}" in t] if pooled else [])
+        for pool in pools:
+            f, r = t[f"fitted{pool}"], t[f"rules{pool}"]
+            keep = f.keep_right / max(1, f.questions)
+            lines.append(f"| {name}{pool.replace(' ', ' · ')} | {f.questions} | {keep:.2f} | "
+                         f"{f.delta:+.2f} ({f.wins}/{f.losses}) | {r.delta:+.2f} ({r.wins}/{r.losses}) |")
     return [*lines, ""]
 
 
@@ -281,7 +288,7 @@ def calibrate(
                "the suite's dev half: on dev data their figures are in-sample).", ""]
     report += table_lines(validate(rows, condition_of, fitted, rules_of()), "Leave one condition out")
     if len({style_of(r) for r in rows}) > 1:
-        report += table_lines(validate(rows, style_of, fitted, rules_of()), "Leave one passage style out")
+        report += table_lines(validate(rows, style_of, fitted, rules_of()), "Leave one passage style out", pooled=True)
     return data, report
 
 
