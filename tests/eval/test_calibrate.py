@@ -126,3 +126,12 @@ def test_the_calibrate_command_fits_and_validates_from_run_folders(tmp_path, row
     assert load_policy(str(out)).knowledge_confidence < -0.5  # fitted thresholds, loadable as a policy
     report = out.with_suffix(".md").read_text()
     assert "Leave one condition out" in report and "| a | 40 |" in report
+
+
+def test_the_bundled_models_fitted_policy_ships_and_loads():
+    from causalrag.nodes.decide import RulePolicy
+    from causalrag.nodes.triage import BUNDLED_MODEL_NAME, BUNDLED_POLICY, load_policy
+
+    policy = load_policy(str(BUNDLED_POLICY))
+    assert isinstance(policy, RulePolicy)
+    assert json.loads(BUNDLED_POLICY.read_text())["model"] == BUNDLED_MODEL_NAME
