@@ -21,7 +21,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from causalrag.eval.robust import states
+from causalrag.text import mentions
 
 STYLES = ("clean", "news", "web", "long")
 STYLED_WORDS = {"clean": (12, 70), "news": (25, 130), "web": (30, 140), "long": (150, 400)}
@@ -54,9 +54,15 @@ def _views(rng: random.Random, avoid: Sequence[str]) -> str:
             return views
 
 
+def names(passage: dict, answers: Sequence[str]) -> bool:
+    """The passage (title or text) names one of ``answers`` as whole words (the suite's rule, uncached)."""
+    text = f"{passage.get('title', '')}. {passage.get('text', '')}"
+    return any(mentions(a, text) for a in answers)
+
+
 def safe(words: Sequence[str], avoid: Sequence[str]) -> list[str]:
     """The boilerplate words that name none of ``avoid`` (an item's answers and planted answers)."""
-    return [w for w in words if not states({"title": "", "text": w}, avoid)]
+    return [w for w in words if not names({"title": "", "text": w}, avoid)]
 
 
 def news(title: str, text: str, rng: random.Random, avoid: Sequence[str]) -> str:
@@ -95,7 +101,7 @@ def filler_of(item: dict, donors: Sequence[dict]) -> list[str]:
     avoid = [*item["answers"], *item.get("wrong_answers", [])]
     seen, sentences = set(), []
     for p in donors:
-        if p["title"] in seen or states(p, avoid) or p["title"] in {q["title"] for q in item["passages"]}:
+        if p["title"] in seen or names(p, avoid) or p["title"] in {q["title"] for q in item["passages"]}:
             continue
         seen.add(p["title"])
         sentences += [s.strip() + ("" if s.strip().endswith(".") else ".") for s in p["text"].split(". ") if s.strip()]
