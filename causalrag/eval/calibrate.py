@@ -42,7 +42,9 @@ from causalrag.text import same_answer
 MARGINS = (0.0, 0.05, 0.1, 0.2, 0.3)
 """The margins :func:`choose_margin` tries."""
 CLEAN = ("clean_single", "clean_multi")
+"""The clean conditions, where a question lost counts :data:`CLEAN_WEIGHT` times."""
 OUTCOMES = ("loss", "tie", "win")
+"""A route's outcome against keep, by :func:`outcome`'s number (0, 1, 2)."""
 
 
 def calibration_config(dataset: str, **kwargs: Any) -> EvalConfig:
@@ -120,9 +122,11 @@ GRID: dict[str, tuple[float, ...]] = {
     "focus_margin": (1.0, 2.0, 3.0, 1000.0),
     "focus_joint": (1.0, 1.5, 2.0),
 }
-"""The values :func:`fit_thresholds` tries for each threshold of the rules (1000 and −1000 turn a rule off). The
-focus probe records a passage only at the collection's ``focus_margin`` (1) and ``focus_joint`` (2) or better, so
-those two are fitted only the stricter way."""
+"""The values :func:`fit_thresholds` tries for each threshold of the rules (1000 and −1000 turn a rule off).
+
+The focus probe records a passage only at the collection's ``focus_margin`` (1) and ``focus_joint`` (2) or better,
+so those two are fitted only the stricter way. What each threshold means and how its default was set:
+``docs/results.md#tuning-record``."""
 CLEAN_WEIGHT = 2.0
 """How much a clean question lost counts against a conflict won, in :func:`objective`: do no harm first."""
 
@@ -138,8 +142,11 @@ def objective(rows: Sequence[dict[str, Any]], policy: Policy) -> float:
 
 
 def fit_thresholds(rows: Sequence[dict[str, Any]], *, passes: int = 2) -> RulePolicy:
-    """The rules' thresholds fitted to ``rows`` by coordinate search over :data:`GRID`, from the hand-set defaults:
-    each threshold in turn takes the grid value with the best :func:`objective`, keeping its value on a tie."""
+    """The rules' thresholds fitted to ``rows`` by coordinate search over :data:`GRID`.
+
+    The search starts from the hand-set defaults (their provenance: ``docs/results.md#tuning-record``); each
+    threshold in turn takes the grid value with the best :func:`objective`, keeping its value on a tie.
+    """
     best = RulePolicy()
     score = objective(rows, best)
     for _ in range(passes):
@@ -172,6 +179,7 @@ class Tally:
     losses: int = 0
 
     def add(self, right: float, keep_right: float) -> None:
+        """Count one question: the policy's containment (``right``) and keep's (``keep_right``), each 0 or 1."""
         self.questions += 1
         self.right += int(right)
         self.keep_right += int(keep_right)
@@ -180,6 +188,7 @@ class Tally:
 
     @property
     def delta(self) -> float:
+        """ΔAcc against keep: (right − keep right) per question."""
         return (self.right - self.keep_right) / max(1, self.questions)
 
 
@@ -189,6 +198,7 @@ def style_of(row: dict[str, Any]) -> str:
 
 
 def condition_of(row: dict[str, Any]) -> str:
+    """A row's condition (``all`` for a question set without conditions)."""
     return str(row.get("condition") or "all")
 
 
@@ -224,8 +234,11 @@ def net(table: dict[str, dict[str, Tally]], label: str) -> tuple[int, int]:
 
 
 def choose_margin(rows: Sequence[dict[str, Any]], model: str) -> tuple[float, dict[float, tuple[int, int]]]:
-    """The margin whose leave-one-condition-out policy loses no more clean questions than it wins and wins the
-    most overall (ties: the larger margin, the more cautious)."""
+    """The margin of :data:`MARGINS` whose policy, validated leaving one condition out, does best.
+
+    The best margin loses no more clean questions than it wins and wins the most overall (ties: the larger
+    margin, the more cautious). Returns it with every margin's (wins − losses overall, on the clean conditions).
+    """
     scores = {}
     for margin in MARGINS:
         scores[margin] = net(validate(rows, condition_of, fitter(model, margin), rules_of()), "fitted")
@@ -234,8 +247,10 @@ def choose_margin(rows: Sequence[dict[str, Any]], model: str) -> tuple[float, di
 
 
 def fitter(model: str, margin: float, kind: str = "logistic") -> Callable[[Sequence[dict[str, Any]]], Policy]:
-    """A function fitting a policy of ``kind`` (``rules``: the thresholds; ``logistic``: with this margin) on some
-    rows (the folds of :func:`validate`)."""
+    """A function fitting a policy of ``kind`` on some rows (the folds of :func:`validate`).
+
+    ``kind`` is ``rules`` (the thresholds) or ``logistic`` (a model of each route's gain, with this margin).
+    """
 
     def fit(part: Sequence[dict[str, Any]]) -> Policy:
         return fit_thresholds(part) if kind == "rules" else fit_policy(part, model=model, margin=margin)
@@ -244,7 +259,7 @@ def fitter(model: str, margin: float, kind: str = "logistic") -> Callable[[Seque
 
 
 def rules_of() -> Policy:
-    """The hand-set rules (the thresholds' defaults), for comparison."""
+    """The hand-set rules (the thresholds' defaults, provenance: ``docs/results.md#tuning-record``), for comparison."""
     return RulePolicy()
 
 
@@ -264,10 +279,16 @@ def table_lines(table: dict[str, dict[str, Tally]], title: str, *, pooled: bool 
 
 def calibrate(
     folders: Sequence[str | Path], *, model: str, provenance: str, kind: str = "rules"
-) -> tuple[dict, list[str]]:
-    """The fitted policy (its JSON) on the rows of calibration runs, and its validation report (Markdown lines):
-    ``rules`` fits the rules' thresholds, ``logistic`` a model of each route's gain (its margin chosen
-    leave-one-condition-out)."""
+) -> tuple[dict[str, Any], list[str]]:
+    """The policy fitted on the rows of calibration runs (its JSON), and its validation report (Markdown lines).
+
+    Args:
+        folders: Calibration run folders (:func:`calibration_config`).
+        model: The model the policy is for (recorded in it).
+        provenance: Where the rows come from (recorded in the policy and the report).
+        kind: ``rules`` fits the rules' thresholds, ``logistic`` a model of each route's gain (its margin chosen
+            leaving one condition out).
+    """
     rows = [row for folder in folders for row in read_rows(folder)]
     if not rows:
         raise ValueError(f"no calibration rows in {', '.join(map(str, folders))}")
@@ -294,12 +315,17 @@ def calibrate(
 
 # --------------------------------------------------------------------------- replaying policies over one run
 COST_KEYS = ("seconds", "llm_calls", "prompt_tokens", "new_tokens", "forward_passes", "wall_seconds")
+"""The cost fields of a result row, which a replayed row leaves out."""
 
 
-def replay(rows: Sequence[dict[str, Any]], policies: dict[str, Policy], wrong: dict[str, list[str]]) -> list[dict]:
-    """Result rows (the run format) for ``standard_rag`` and each policy, decided on the same evidence records:
-    a paired comparison in which every answer comes from one calibration run. ``wrong``: each question's planted
-    wrong answers (``misled``). Cost fields are left empty: a replay measures no time."""
+def replay(
+    rows: Sequence[dict[str, Any]], policies: dict[str, Policy], wrong: dict[str, list[str]]
+) -> list[dict[str, Any]]:
+    """Result rows (the run format) for ``standard_rag`` and each policy, decided on the same evidence records.
+
+    A paired comparison in which every answer comes from one calibration run. ``wrong``: each question's planted
+    wrong answers (``misled``). Cost fields are left empty: a replay measures no time.
+    """
     from causalrag.eval.metrics import answer_scores
 
     out = []

@@ -52,11 +52,15 @@ SWAP_OPTIONS = {"swap": int, "seed": int}
 ROBUST_OPTIONS = {"split": str, "condition": str, "style": str}
 
 
-def parse_spec(spec: str) -> tuple[str, dict]:
-    """``"rgb:f.jsonl?noise=0.4"`` → ``("rgb:f.jsonl", {"noise": 0.4})``, checked against the kind's options."""
+def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """Split a dataset spec into its base and its options, each checked against the kind's options.
+
+    ``"rgb:f.jsonl?noise=0.4"`` → ``("rgb:f.jsonl", {"noise": 0.4})``: each option's value has its own type
+    (``RGB_OPTIONS``, ``ROBUST_OPTIONS``, ``SWAP_OPTIONS``).
+    """
     base, _, query = spec.partition("?")
     known = RGB_OPTIONS if base.startswith("rgb:") else ROBUST_OPTIONS if _is_robust(base) else SWAP_OPTIONS
-    options: dict = {}
+    options: dict[str, Any] = {}
     for name, value in parse_qsl(query, keep_blank_values=True):
         if name not in known:
             raise CausalRAGError(
@@ -114,8 +118,11 @@ def _texts(value: Any) -> list[str]:
 
 
 def rgb_answers(value: Any) -> list[str]:
-    """RGB's ``answer``: alternatives (``["a", "b"]``) or, for multi-part answers, a list of parts with
-    alternatives each (``[["a", "A"], ["b"]]``); a multi-part answer is scored on its first part."""
+    """The gold answers of an RGB ``answer`` field.
+
+    It holds alternatives (``["a", "b"]``) or, for multi-part answers, a list of parts with alternatives each
+    (``[["a", "A"], ["b"]]``); a multi-part answer is scored on its first part.
+    """
     values = value if isinstance(value, list) else [value]
     if values and isinstance(values[0], list):
         values = values[0]

@@ -22,11 +22,16 @@ from causalrag.tools.store import Passage
 
 @dataclass
 class Example:
+    """One question of a dataset: its gold answers and, where known, its own passage pool."""
+
     id: str
     question: str
     answers: list[str]
+    """The gold answers (any one is right)."""
     type: str = ""
+    """The dataset's question type (HotpotQA's ``bridge``/``comparison``, ...)."""
     gold_titles: list[str] = field(default_factory=list)
+    """Titles of the passages that support the answer (the relevant evidence for recall / NDCG)."""
     passages: list[Passage] = field(default_factory=list)
     """The question's own pool (HotpotQA's 10 paragraphs; the demo passages written for it)."""
     wrong_answers: list[str] = field(default_factory=list)
@@ -40,6 +45,7 @@ class Example:
     ``long``); empty for other sets."""
 
     def with_wrong_answers(self, wrong: list[str]) -> Example:
+        """A copy that also names ``wrong`` among its wrong answers (each once)."""
         return dataclasses.replace(self, wrong_answers=list(dict.fromkeys([*self.wrong_answers, *wrong])))
 
 
@@ -51,12 +57,17 @@ def _pairs(value: Any, first: str, second: str) -> list[tuple[Any, ...]]:
     return [tuple(v[:2]) for v in value or []]
 
 
-def _answers(row: dict) -> list[str]:
+def _answers(row: dict[str, Any]) -> list[str]:
     answers = row.get("golden_answers") or row.get("answers") or row.get("answer") or []
     return [str(a) for a in ([answers] if isinstance(answers, str) else answers)]
 
 
-def _from_rows(rows: list[dict], source: str) -> list[Example]:
+def _sentences(paragraph: str | list[str]) -> list[str]:
+    """A paragraph's sentences (a paragraph may be one string)."""
+    return [paragraph] if isinstance(paragraph, str) else paragraph
+
+
+def _from_rows(rows: list[dict[str, Any]], source: str) -> list[Example]:
     """Official HotpotQA / 2WikiMultihopQA rows, or FlashRAG-style rows (pools under ``metadata`` if present).
 
     2WikiMultihopQA differs from HotpotQA only in extra keys (``evidences``, ``entity_ids``) and its
@@ -68,7 +79,6 @@ def _from_rows(rows: list[dict], source: str) -> list[Example]:
         meta = meta if isinstance(meta, dict) else {}
         facts = r.get("supporting_facts", meta.get("supporting_facts"))
         context = r.get("context", meta.get("context"))
-        sentences = lambda s: [s] if isinstance(s, str) else s  # noqa: E731 - a paragraph may be one string
         examples.append(
             Example(
                 id=str(r.get("_id", r.get("id", i))),
@@ -77,7 +87,7 @@ def _from_rows(rows: list[dict], source: str) -> list[Example]:
                 type=str(r.get("type", meta.get("type", ""))),
                 gold_titles=sorted({str(t) for t, _ in _pairs(facts, "title", "sent_id")}),
                 passages=[
-                    Passage(str(t), " ".join(x.strip() for x in sentences(sents)), source)
+                    Passage(str(t), " ".join(x.strip() for x in _sentences(sents)), source)
                     for t, sents in _pairs(context, "title", "sentences")
                 ],
             )

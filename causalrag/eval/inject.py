@@ -164,13 +164,16 @@ def substitutes(example: Example, donors: Sequence[Example], *, seed: int = 0, w
 
 
 # --------------------------------------------------------------------------- rewriting passages
-def _answer_pattern(answer: str) -> re.Pattern | None:
+def _answer_pattern(answer: str) -> re.Pattern[str] | None:
     """Matches ``answer`` wherever the official normalization would find it (case, punctuation, articles)."""
     tokens = normalize_answer(answer).split()
     if not tokens:
         return None
     punct = f"[{_PUNCT}]*"
-    token = lambda t: punct.join(re.escape(c) for c in t)  # noqa: E731 - "3,677" matches "3677"
+
+    def token(t: str) -> str:  # "3,677" matches "3677"
+        return punct.join(re.escape(c) for c in t)
+
     gap = rf"(?:[\s{_PUNCT}]|\b(?:a|an|the)\b)+"
     body = gap.join(token(t) for t in tokens)
     return re.compile(rf"(?<![^\W_])(?:(?:the|a|an)\s+)?{body}(?![^\W_])", re.IGNORECASE)
@@ -183,7 +186,7 @@ def replace_answer(text: str, answers: Sequence[str], substitute: str) -> str:
         if pattern is None:
             continue
 
-        def swap(match: re.Match) -> str:
+        def swap(match: re.Match[str]) -> str:
             return substitute[:1].upper() + substitute[1:] if match.group(0)[:1].isupper() else substitute
 
         text = pattern.sub(swap, text)

@@ -11,13 +11,29 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TypedDict
 
 from causalrag.text import f1_score, normalize_answer
 
-__all__ = ["answer_scores", "containment", "exact_match", "f1_score", "ndcg_at_k", "normalize_answer", "recall_at_k"]
+__all__ = [
+    "AnswerScores", "answer_scores", "containment", "exact_match", "f1_score", "ndcg_at_k", "normalize_answer",
+    "recall_at_k",
+]
+
+
+class AnswerScores(TypedDict):
+    """The answer metrics of one prediction, each 0 to 1 (the best over the gold answers)."""
+
+    em: float
+    """Exact match of the normalized answers (:func:`exact_match`)."""
+    f1: float
+    """Token F1 (:func:`causalrag.text.f1_score`)."""
+    acc: float
+    """Containment, the papers' "Acc" (:func:`containment`)."""
 
 
 def exact_match(prediction: str, golds: Sequence[str]) -> float:
+    """1 if the normalized prediction equals a normalized gold answer, else 0."""
     return float(any(normalize_answer(prediction) == normalize_answer(g) for g in golds))
 
 
@@ -53,7 +69,8 @@ def ndcg_at_k(titles: Sequence[str], gold_titles: Sequence[str], k: int) -> floa
     return dcg / ideal if ideal else 0.0
 
 
-def answer_scores(prediction: str, golds: Sequence[str]) -> dict[str, float]:
+def answer_scores(prediction: str, golds: Sequence[str]) -> AnswerScores:
+    """Exact match, token F1 and containment of ``prediction`` against the gold answers."""
     return {
         "em": exact_match(prediction, golds),
         "f1": f1_score(prediction, golds),

@@ -1,5 +1,6 @@
-"""Summarize a run folder: a method × metric table with 95 % bootstrap intervals, Markdown, CSV and plots,
-and a paired comparison of every method with a baseline.
+"""Summarize a run folder: a method × metric table, and a paired comparison of every method with a baseline.
+
+Both give 95 % bootstrap intervals, as Markdown, CSV and plots.
 
 **Per-method table** (``report.md``): rows are (method, K injected passages). Answer metrics are means
 over questions with a BCa bootstrap interval (``bootstrap``: questions resampled with replacement,
@@ -31,16 +32,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
+from types import ModuleType
+from typing import Literal, TypedDict
 
 import numpy as np
+from numpy.typing import NDArray
 from scipy import stats
 
 from causalrag.errors import CausalRAGError
-from causalrag.eval.runner import CONFIG, read_results
+from causalrag.eval.runner import CONFIG, ResultRow, read_results
 from causalrag.text import normalize_answer
 
-QUALITY = ("em", "f1", "acc", "recall", "ndcg", "misled")
-COST = ("llm_calls", "prompt_tokens", "new_tokens", "seconds")
+QualityMetric = Literal["em", "f1", "acc", "recall", "ndcg", "misled"]
+"""A result's answer or retrieval metric (a mean with an interval in the report)."""
+CostMetric = Literal["llm_calls", "prompt_tokens", "new_tokens", "seconds"]
+"""A result's cost figure (a mean per question in the report)."""
+QUALITY: tuple[QualityMetric, ...] = ("em", "f1", "acc", "recall", "ndcg", "misled")
+COST: tuple[CostMetric, ...] = ("llm_calls", "prompt_tokens", "new_tokens", "seconds")
 LABELS = {"em": "EM", "f1": "F1", "acc": "Acc", "recall": "R@k", "ndcg": "NDCG@k", "misled": "misled",
           "llm_calls": "calls/q", "prompt_tokens": "prompt tok/q", "new_tokens": "new tok/q", "seconds": "s/q"}
 BASELINE = "standard_rag"
@@ -49,22 +57,32 @@ CONDITION_GROUPS: dict[str, tuple[str, ...]] = {
     "conflict": ("conflict_majority_right", "conflict_majority_wrong", "correlation_trap", "planted_instruction"),
     "worst_case": ("all_wrong", "no_relevant"),
 }
-"""Pooled conditions of the robustness suite (issue 30's targets). A group is reported for a method
-when the paired questions hold every one of its conditions, so a pooled figure always means the same pool."""
+"""Pooled conditions of the robustness suite: the groups its targets are stated on
+([Results](../results.md#robustness-suite-test-half)).
+
+A group is reported for a method when the paired questions hold every one of its conditions, so a pooled figure
+always means the same pool."""
 ALL = "all"
 """The pool of every paired question (also where results carry no condition)."""
 
 
 @dataclass
 class Stat:
+    """A mean over questions and its interval (none for a cost, which has no interval)."""
+
     mean: float | None
+    """None when no question had a value."""
     low: float | None = None
     high: float | None = None
     n: int = 0
+    """The number of values."""
 
     def text(self, digits: int = 2, sep: str = " ", *, signed: bool = False) -> str:
-        """``mean (low–high)``, or ``+mean [+low, +high]`` with ``signed`` (differences, whose bounds may be
-        negative); ``sep="\n"`` puts the interval on its own line (narrow terminals)."""
+        r"""The figure as text: ``mean (low–high)``, or ``+mean [+low, +high]`` with ``signed``.
+
+        ``signed`` suits differences, whose bounds may be negative; ``sep="\n"`` puts the interval on its own
+        line (narrow terminals).
+        """
         if self.mean is None:
             return "–"
         form = f"+.{digits}f" if signed else f".{digits}f"
@@ -76,17 +94,22 @@ class Stat:
 
 
 def bootstrap(values: Sequence[float | None], *, resamples: int = 2000, seed: int = 0, level: float = 0.95) -> Stat:
-    """Mean and its BCa bootstrap interval (``scipy.stats.bootstrap``, seeded: the same data give the same
-    interval); None values are left out.
+    """The mean of ``values`` and its BCa bootstrap interval; None values are left out.
 
-    BCa rather than the percentile method: our means are proportions, often near 0 or 1 (misled rates,
-    accuracies of hard conditions) on 25–200 questions, where the bootstrap distribution is skewed and
-    the percentile interval is too narrow on the side of the bound; BCa corrects that bias and skew, and
-    is scipy's default. ``benchmarks/bootstrap.py`` measures it against the earlier hand-rolled percentile
-    interval: the same intervals to ±0.005 at rates near 1/2, and for 100 questions at a rate of 0.04 the
-    percentile interval held the true rate in 88 % of simulated samples, BCa in 97 %. A sample whose
-    values are all equal (every question right, n = 1, a difference that is always 0) has the interval
-    [mean, mean], which BCa cannot compute; an empty one has no mean (shown "–").
+    The interval is ``scipy.stats.bootstrap``'s, seeded: the same data give the same interval. BCa rather than
+    the percentile method: our means are proportions, often near 0 or 1 (misled rates, accuracies of hard
+    conditions) on 25–200 questions, where the bootstrap distribution is skewed and the percentile interval is
+    too narrow on the side of the bound; BCa corrects that bias and skew, and is scipy's default.
+    ``benchmarks/bootstrap.py`` compares the two: the same intervals to ±0.005 at rates near 1/2, and for 100
+    questions at a rate of 0.04 the percentile interval held the true rate in 88 % of simulated samples, BCa in
+    97 %. A sample whose values are all equal (every question right, n = 1, a difference that is always 0) has
+    the interval [mean, mean], which BCa cannot compute; an empty one has no mean (shown "–").
+
+    Args:
+        values: One value per question (None: the question has none).
+        resamples: Bootstrap resamples.
+        seed: Seed of the resampling.
+        level: Confidence level of the interval.
     """
     data = np.asarray([v for v in values if v is not None], dtype=float)
     if data.size == 0:
@@ -101,14 +124,42 @@ def bootstrap(values: Sequence[float | None], *, resamples: int = 2000, seed: in
     return Stat(mean, float(low), float(high), int(data.size))
 
 
-def summarize(rows: Sequence[dict], *, resamples: int = 2000, seed: int = 0) -> list[dict]:
+class MethodSummary(TypedDict, total=False):
+    """One row of the per-method table: a method's results at one K (:func:`summarize` sets every key)."""
+
+    method: str
+    inject: int
+    """K, the number of injected misleading passages."""
+    n: int
+    """Results."""
+    errors: int
+    """Results whose method raised."""
+    em: Stat
+    f1: Stat
+    acc: Stat
+    recall: Stat
+    ndcg: Stat
+    misled: Stat
+    llm_calls: Stat
+    prompt_tokens: Stat
+    new_tokens: Stat
+    seconds: Stat
+    fallbacks: int
+    """Parse fallbacks over the results."""
+    seconds_ratio: float | None
+    """Seconds per question over :data:`BASELINE`'s at the same K (None without it)."""
+    llm_calls_ratio: float | None
+    """LLM calls per question over :data:`BASELINE`'s at the same K (None without it)."""
+
+
+def summarize(rows: Sequence[ResultRow], *, resamples: int = 2000, seed: int = 0) -> list[MethodSummary]:
     """One summary per (method, K): n, errors, quality stats with intervals, cost means and ratios."""
-    groups: dict[tuple[str, int], list[dict]] = {}
+    groups: dict[tuple[str, int], list[ResultRow]] = {}
     for r in rows:
         groups.setdefault((r["method"], int(r["inject"])), []).append(r)
-    summary = []
+    summary: list[MethodSummary] = []
     for (method, k), group in groups.items():
-        entry: dict = {
+        entry: MethodSummary = {
             "method": method,
             "inject": k,
             "n": len(group),
@@ -116,35 +167,82 @@ def summarize(rows: Sequence[dict], *, resamples: int = 2000, seed: int = 0) -> 
         }
         for metric in QUALITY:
             entry[metric] = bootstrap([r.get(metric) for r in group], resamples=resamples, seed=seed)
-        for metric in COST:
-            entry[metric] = Stat(float(np.mean([r.get(metric) or 0 for r in group])))
+        for figure in COST:
+            entry[figure] = Stat(float(np.mean([r.get(figure) or 0 for r in group])))
         entry["fallbacks"] = sum(r.get("fallbacks") or 0 for r in group)
         summary.append(entry)
     baseline = {e["inject"]: e for e in summary if e["method"] == BASELINE}
     for e in summary:
         ref = baseline.get(e["inject"])
-        for metric in ("seconds", "llm_calls"):
-            denominator = ref[metric].mean if ref else None
-            e[f"{metric}_ratio"] = e[metric].mean / denominator if denominator else None
+        e["seconds_ratio"] = _ratio(e["seconds"], ref["seconds"] if ref else None)
+        e["llm_calls_ratio"] = _ratio(e["llm_calls"], ref["llm_calls"] if ref else None)
     order = {m: i for i, m in enumerate(dict.fromkeys(r["method"] for r in rows))}
     return sorted(summary, key=lambda e: (e["inject"], order[e["method"]]))
 
 
+def _ratio(cost: Stat, baseline: Stat | None) -> float | None:
+    """A mean cost over the baseline's (None without a baseline, or when its cost is 0)."""
+    denominator = baseline.mean if baseline else None
+    return cost.mean / denominator if denominator and cost.mean is not None else None
+
+
 # --------------------------------------------------------------------------- paired comparison with a baseline
-def correct(row: dict) -> float:
+class PairedFigures(TypedDict):
+    """The paired figures of a method against the baseline on one cell of questions (:func:`paired_summary`)."""
+
+    n: int
+    """Paired questions."""
+    base_acc: float
+    acc: float
+    d_acc: Stat
+    """ΔAcc = Acc(method) − Acc(baseline), with the interval of the mean per-question difference."""
+    n_misled: int
+    """Paired questions where misled is defined for both."""
+    base_misled: float | None
+    misled: float | None
+    d_misled: Stat
+    wins: int
+    """Questions the method got right and the baseline wrong."""
+    losses: int
+    """Questions the baseline got right and the method wrong."""
+    p: float
+    """McNemar's exact two-sided p (:func:`mcnemar_exact`)."""
+    errors: int
+    """Results of the method that raised (counted as wrong)."""
+    base_errors: int
+
+
+class PairedEntry(PairedFigures):
+    """One row of the paired table: a method against the baseline at one K, on one condition or pool."""
+
+    method: str
+    inject: int
+    condition: str
+    """A condition, a pooled group (:data:`CONDITION_GROUPS`) or :data:`ALL`."""
+    unpaired: tuple[int, int]
+    """(The method's results without a baseline partner, the baseline's results at the method's K values without
+    a partner), left out of every figure."""
+
+
+def correct(row: ResultRow) -> float:
     """Containment accuracy of a result; a result that raised (``error``) is a wrong answer."""
     return 0.0 if row.get("error") else float(row.get("acc") or 0)
 
 
 def mcnemar_exact(wins: int, losses: int) -> float:
-    """McNemar's exact two-sided p: the binomial test of ``wins`` among the ``wins + losses`` discordant
-    questions against 1/2; 1 when the two never disagree."""
+    """McNemar's exact two-sided p: the binomial test of ``wins`` among the ``wins + losses`` discordant questions.
+
+    The test is against 1/2; p is 1 when the two never disagree.
+    """
     return float(stats.binomtest(wins, wins + losses, 0.5).pvalue) if wins + losses else 1.0
 
 
 def _pools(conditions: Sequence[str]) -> list[tuple[str, set[str] | None]]:
-    """The cells of a paired table: each named condition (the suite's order, then others as they come),
-    each group whose conditions are all present, then ``all`` (``None``: every question)."""
+    """The cells of a paired table, each with its conditions (``None``: every question).
+
+    Each named condition (the suite's order, then others as they come), each group whose conditions are all
+    present, then ``all``.
+    """
     suite = [c for members in CONDITION_GROUPS.values() for c in members]
     order = {c: i for i, c in enumerate(suite)}
     named = sorted(dict.fromkeys(c for c in conditions if c), key=lambda c: order.get(c, len(suite)))
@@ -152,7 +250,7 @@ def _pools(conditions: Sequence[str]) -> list[tuple[str, set[str] | None]]:
     return [(c, {c}) for c in named] + groups + [(ALL, None)]
 
 
-def _compare(pairs: Sequence[tuple[dict, dict]], *, resamples: int, seed: int) -> dict:
+def _compare(pairs: Sequence[tuple[ResultRow, ResultRow]], *, resamples: int, seed: int) -> PairedFigures:
     """The paired figures of one cell: accuracies, Δ with intervals, wins/losses, McNemar's p, errors."""
     acc = np.array([correct(m) for m, _ in pairs])
     base = np.array([correct(b) for _, b in pairs])
@@ -172,8 +270,8 @@ def _compare(pairs: Sequence[tuple[dict, dict]], *, resamples: int, seed: int) -
 
 
 def paired_summary(
-    rows: Sequence[dict], against: str = BASELINE, *, resamples: int = 2000, seed: int = 0
-) -> list[dict]:
+    rows: Sequence[ResultRow], against: str = BASELINE, *, resamples: int = 2000, seed: int = 0
+) -> list[PairedEntry]:
     """Every method but ``against`` paired with it, one entry per (method, K, condition or pool): see the module doc.
 
     Each entry also holds ``unpaired``: (the method's results without a baseline partner, the baseline's
@@ -189,7 +287,7 @@ def paired_summary(
         raise CausalRAGError(
             f"The run(s) hold only the baseline {against!r}: add the results of a method to compare with it."
         )
-    summary = []
+    summary: list[PairedEntry] = []
     for method in methods:
         mine = [r for r in rows if r["method"] == method]
         pairs = [(r, base[key]) for r in mine if (key := (r["question_id"], int(r["inject"]))) in base]
@@ -214,13 +312,12 @@ COST_COLUMNS = ["calls/q", "new tok/q", "s/q", "× std s", "× std calls", "erro
 COLUMNS = QUALITY_COLUMNS + COST_COLUMNS
 
 
-def table_rows(summary: Sequence[dict], *, sep: str = " ") -> list[list[str]]:
+def table_rows(summary: Sequence[MethodSummary], *, sep: str = " ") -> list[list[str]]:
     """The report table as strings, in ``COLUMNS`` order (``sep`` goes between a mean and its interval)."""
-    ratio = lambda v: "–" if v is None else f"{v:.2f}"  # noqa: E731
     return [
         [e["method"], str(e["inject"]), str(e["n"]), *(e[m].text(sep=sep) for m in QUALITY),
          e["llm_calls"].text(1), e["new_tokens"].text(0), e["seconds"].text(2),
-         ratio(e["seconds_ratio"]), ratio(e["llm_calls_ratio"]), str(e["errors"])]
+         _rate(e["seconds_ratio"]), _rate(e["llm_calls_ratio"]), str(e["errors"])]
         for e in summary
     ]
 
@@ -228,7 +325,7 @@ def table_rows(summary: Sequence[dict], *, sep: str = " ") -> list[list[str]]:
 FALLBACK_COLUMNS = ["method", "step", "runs", "fell back", "rate"]
 
 
-def fallback_rows(rows: Sequence[dict]) -> list[list[str]]:
+def fallback_rows(rows: Sequence[ResultRow]) -> list[list[str]]:
     """Per method and step that can fall back: runs, runs that fell back (any ``*fallback*`` count > 0) and the rate."""
     totals: dict[tuple[str, str], list[int]] = {}
     for r in rows:
@@ -252,7 +349,7 @@ PATH_COLUMNS = ["method", "path", "results"]
 TOP_PATHS = 3
 
 
-def _paired_key(row: dict) -> tuple[str, int]:
+def _paired_key(row: ResultRow) -> tuple[str, int]:
     """The question a result answers, as ``paired_summary`` pairs them: (question_id, K)."""
     return row["question_id"], int(row["inject"])
 
@@ -262,9 +359,11 @@ def _share(count: int, total: int) -> str:
     return f"{count} ({count / total:.0%})" if total else str(count)
 
 
-def route_counts(rows: Sequence[dict]) -> dict[tuple[str, int], Counter[str]]:
-    """Per (method, K) of a method that routed any question: how many of its results took each route
-    (``NO_ROUTE`` for those without one); results written before routes were recorded count as none."""
+def route_counts(rows: Sequence[ResultRow]) -> dict[tuple[str, int], Counter[str]]:
+    """Per (method, K) of a method that routed any question: how many of its results took each route.
+
+    Results without a route count under ``NO_ROUTE``, as do those of runs written before routes were recorded.
+    """
     routed = {r["method"] for r in rows if r.get("route") is not None}
     counts: dict[tuple[str, int], Counter[str]] = {}
     for r in rows:
@@ -280,7 +379,7 @@ def route_columns(counts: dict[tuple[str, int], Counter[str]]) -> list[str]:
     return ["method", "K", "n", *ROUTES, *others, *([NO_ROUTE] if NO_ROUTE in seen else [])]
 
 
-def route_table(rows: Sequence[dict]) -> tuple[list[str], list[list[str]]]:
+def route_table(rows: Sequence[ResultRow]) -> tuple[list[str], list[list[str]]]:
     """The route shares as (columns, rows of text): per routed method and K, each route's count and share."""
     counts = route_counts(rows)
     columns = route_columns(counts)
@@ -291,17 +390,32 @@ def route_table(rows: Sequence[dict]) -> tuple[list[str], list[list[str]]]:
     return columns, table
 
 
-def agreement(rows: Sequence[dict]) -> list[dict]:
-    """Per pair of methods (in the order they come): the questions both answered (same question and K, as
-    ``paired_summary`` pairs them) and on how many their normalized answers are equal; a result that
-    raised or answered nothing agrees with none."""
+class Agreement(TypedDict):
+    """How often two methods give the same answer (:func:`agreement`)."""
+
+    a: str
+    """One method (the first of the two to come in the results)."""
+    b: str
+    """The other method."""
+    same: int
+    """Shared questions on which their normalized answers are equal."""
+    shared: int
+    """Questions both answered (same question and K)."""
+
+
+def agreement(rows: Sequence[ResultRow]) -> list[Agreement]:
+    """Per pair of methods (in the order they come): the questions both answered, and their equal answers.
+
+    Questions are paired as ``paired_summary`` pairs them (same question and K); answers are compared
+    normalized, and a result that raised or answered nothing agrees with none.
+    """
     answers: dict[str, dict[tuple[str, int], str]] = {}
     for r in rows:
         if r.get("question_id") is None:
             continue
         said = "" if r.get("error") else normalize_answer(str(r.get("prediction") or ""))
         answers.setdefault(r["method"], {})[_paired_key(r)] = said
-    pairs = []
+    pairs: list[Agreement] = []
     for a, b in combinations(answers, 2):
         shared = answers[a].keys() & answers[b].keys()
         same = sum(1 for q in shared if answers[a][q] and answers[a][q] == answers[b][q])
@@ -309,14 +423,16 @@ def agreement(rows: Sequence[dict]) -> list[dict]:
     return [p for p in pairs if p["shared"]]
 
 
-def agreement_rows(rows: Sequence[dict]) -> list[list[str]]:
+def agreement_rows(rows: Sequence[ResultRow]) -> list[list[str]]:
     """The agreement table as text, in ``AGREEMENT_COLUMNS`` order."""
     return [[p["a"], p["b"], f"{p['same']} / {p['shared']} ({p['same'] / p['shared']:.0%})"] for p in agreement(rows)]
 
 
-def common_paths(rows: Sequence[dict], top: int = TOP_PATHS) -> dict[str, list[tuple[str, int]]]:
-    """Per method, its ``top`` most common node paths (names joined with " → ") and how many results took
-    each; results without a recorded path (older runs) are left out."""
+def common_paths(rows: Sequence[ResultRow], top: int = TOP_PATHS) -> dict[str, list[tuple[str, int]]]:
+    """Per method, its ``top`` most common node paths and how many results took each.
+
+    A path is its node names joined with " → "; results without a recorded path (older runs) are left out.
+    """
     paths: dict[str, Counter[str]] = {}
     for r in rows:
         if r.get("path") is not None:
@@ -324,7 +440,7 @@ def common_paths(rows: Sequence[dict], top: int = TOP_PATHS) -> dict[str, list[t
     return {m: c.most_common(top) for m, c in paths.items()}
 
 
-def path_rows(rows: Sequence[dict]) -> list[list[str]]:
+def path_rows(rows: Sequence[ResultRow]) -> list[list[str]]:
     """The common paths as text, in ``PATH_COLUMNS`` order."""
     return [[m, path, str(n)] for m, top in common_paths(rows).items() for path, n in top]
 
@@ -337,7 +453,7 @@ def _markdown_section(intro: str, columns: Sequence[str], table: Sequence[Sequen
     return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in table]) + "\n\n"
 
 
-def routes_markdown(rows: Sequence[dict]) -> str:
+def routes_markdown(rows: Sequence[ResultRow]) -> str:
     """The route-share, agreement and common-path sections of ``report.md`` (each empty without data)."""
     columns, routes = route_table(rows)
     return (
@@ -351,13 +467,14 @@ def routes_markdown(rows: Sequence[dict]) -> str:
     )
 
 
-def markdown_table(summary: Sequence[dict]) -> str:
+def markdown_table(summary: Sequence[MethodSummary]) -> str:
+    """The per-method table (:func:`table_rows`) in Markdown."""
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(row) + " |" for row in table_rows(summary)]
     return "\n".join(lines)
 
 
-def fallback_markdown(rows: Sequence[dict]) -> str:
+def fallback_markdown(rows: Sequence[ResultRow]) -> str:
     """The fallback table (empty when no step reported any)."""
     table = fallback_rows(rows)
     if not table:
@@ -367,7 +484,8 @@ def fallback_markdown(rows: Sequence[dict]) -> str:
     return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in table]) + "\n\n"
 
 
-def write_csv(summary: Sequence[dict], path: Path) -> None:
+def write_csv(summary: Sequence[MethodSummary], path: Path) -> None:
+    """Write the per-method table to ``path`` as CSV: every figure as a number, each interval's bounds apart."""
     with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(
@@ -389,8 +507,8 @@ def write_csv(summary: Sequence[dict], path: Path) -> None:
                              *(e[m].mean for m in COST), e["seconds_ratio"], e["llm_calls_ratio"], e["fallbacks"]])
 
 
-def _pyplot():
-    """matplotlib's pyplot on the Agg backend (files only: no display is needed)."""
+def _pyplot() -> ModuleType:
+    """Matplotlib's pyplot on the Agg backend (files only: no display is needed)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -399,11 +517,18 @@ def _pyplot():
     return plt
 
 
-def plot_accuracy(summary: Sequence[dict], path: Path) -> None:
+def _bars(figures: Sequence[Stat]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The means of ``figures``, and their intervals as matplotlib's ``yerr``: each bound's distance from the mean."""
+    means, low, high = np.array([(s.mean, s.low, s.high) for s in figures], dtype=float).reshape(-1, 3).T
+    return means, np.array([means - low, high - means])
+
+
+def plot_accuracy(summary: Sequence[MethodSummary], path: Path) -> None:
     """Acc and F1 against the number of injected passages, one line per method, 95 % intervals as bars."""
     plt = _pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharex=True)
-    for ax, metric in zip(axes, ("acc", "f1"), strict=True):
+    metrics: tuple[QualityMetric, ...] = ("acc", "f1")
+    for ax, metric in zip(axes, metrics, strict=True):
         for method in dict.fromkeys(e["method"] for e in summary):
             points = sorted(
                 (e["inject"], e[metric]) for e in summary if e["method"] == method and e[metric].mean is not None
@@ -411,8 +536,7 @@ def plot_accuracy(summary: Sequence[dict], path: Path) -> None:
             if not points:
                 continue
             ks = [k for k, _ in points]
-            means = np.array([s.mean for _, s in points])
-            errors = np.array([[s.mean - s.low for _, s in points], [s.high - s.mean for _, s in points]])
+            means, errors = _bars([s for _, s in points])
             ax.errorbar(ks, means, yerr=errors, marker="o", capsize=3, label=method)
         ax.set_xlabel("injected misleading passages K")
         ax.set_ylabel(LABELS[metric])
@@ -425,12 +549,13 @@ def plot_accuracy(summary: Sequence[dict], path: Path) -> None:
     plt.close(fig)
 
 
-def plot_cost(summary: Sequence[dict], path: Path) -> None:
+def plot_cost(summary: Sequence[MethodSummary], path: Path) -> None:
     """Seconds and LLM calls per question for each method (averaged over K)."""
     plt = _pyplot()
     methods = list(dict.fromkeys(e["method"] for e in summary))
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for ax, metric in zip(axes, ("seconds", "llm_calls"), strict=True):
+    metrics: tuple[CostMetric, ...] = ("seconds", "llm_calls")
+    for ax, metric in zip(axes, metrics, strict=True):
         values = [np.mean([e[metric].mean for e in summary if e["method"] == m]) for m in methods]
         ax.bar(methods, values, color="tab:blue")
         ax.set_ylabel(LABELS[metric])
@@ -450,10 +575,11 @@ TERMINAL_LEGEND = ("Acc, misled: baseline → method; Δ = method − baseline [
 
 
 def _rate(value: float | None) -> str:
+    """A rate or ratio to two decimals, or "–" for none."""
     return "–" if value is None else f"{value:.2f}"
 
 
-def _paired_cells(e: dict, sep: str = " ") -> dict[str, str]:
+def _paired_cells(e: PairedEntry, sep: str = " ") -> dict[str, str]:
     """One paired entry as text, by ``PAIRED_COLUMNS`` name; ``errors`` is the method's/the baseline's."""
     return {
         "method": e["method"], "K": str(e["inject"]), "condition": e["condition"], "n": str(e["n"]),
@@ -467,14 +593,16 @@ def _paired_cells(e: dict, sep: str = " ") -> dict[str, str]:
     }
 
 
-def paired_rows(summary: Sequence[dict]) -> list[list[str]]:
+def paired_rows(summary: Sequence[PairedEntry]) -> list[list[str]]:
     """The paired table as strings, in ``PAIRED_COLUMNS`` order."""
     return [[cells[c] for c in PAIRED_COLUMNS] for cells in map(_paired_cells, summary)]
 
 
-def paired_blocks(summary: Sequence[dict], against: str) -> list[tuple[str, list[list[str]]]]:
-    """The paired table for a terminal, narrower: one titled block per (method, K), rows in ``TERMINAL_COLUMNS``
-    order (baseline → method in one cell, each interval on its own line)."""
+def paired_blocks(summary: Sequence[PairedEntry], against: str) -> list[tuple[str, list[list[str]]]]:
+    """The paired table for a terminal, narrower: one titled block per (method, K).
+
+    Rows are in ``TERMINAL_COLUMNS`` order: baseline → method in one cell, each interval on its own line.
+    """
     blocks: dict[str, list[list[str]]] = {}
     for e in summary:
         c = _paired_cells(e, sep="\n")
@@ -485,7 +613,7 @@ def paired_blocks(summary: Sequence[dict], against: str) -> list[tuple[str, list
     return list(blocks.items())
 
 
-def paired_markdown(summary: Sequence[dict], against: str, *, resamples: int) -> str:
+def paired_markdown(summary: Sequence[PairedEntry], against: str, *, resamples: int) -> str:
     """The paired table with its legend and, per method, the results left out for lack of a partner."""
     groups = "; ".join(f"{name} = {' + '.join(members)}" for name, members in CONDITION_GROUPS.items())
     legend = (
@@ -507,7 +635,8 @@ def paired_markdown(summary: Sequence[dict], against: str, *, resamples: int) ->
     return "\n".join(lines)
 
 
-def write_paired_csv(summary: Sequence[dict], path: Path) -> None:
+def write_paired_csv(summary: Sequence[PairedEntry], path: Path) -> None:
+    """Write the paired table to ``path`` as CSV: every figure as a number, each interval's bounds apart."""
     with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(["method", "inject", "condition", "n", "base_acc", "acc", "d_acc", "d_acc_low", "d_acc_high",
@@ -521,7 +650,7 @@ def write_paired_csv(summary: Sequence[dict], path: Path) -> None:
                              e["wins"], e["losses"], e["p"], e["errors"], e["base_errors"], *e["unpaired"]])
 
 
-def plot_paired(summary: Sequence[dict], against: str, path: Path) -> None:
+def plot_paired(summary: Sequence[PairedEntry], against: str, path: Path) -> None:
     """ΔAcc per condition (pooled ones after the dashed line) with its interval, one marker per method, per K."""
     plt = _pyplot()
     ks = sorted({e["inject"] for e in summary})
@@ -536,9 +665,7 @@ def plot_paired(summary: Sequence[dict], against: str, path: Path) -> None:
         for i, method in enumerate(methods):
             cells = [e for e in summary if e["method"] == method and e["inject"] == k]
             x = np.array([labels.index(e["condition"]) for e in cells]) + (i - (len(methods) - 1) / 2) * step
-            delta = [e["d_acc"] for e in cells]
-            means = np.array([d.mean for d in delta])
-            errors = np.array([[d.mean - d.low for d in delta], [d.high - d.mean for d in delta]])
+            means, errors = _bars([e["d_acc"] for e in cells])
             ax.errorbar(x, means, yerr=errors, fmt="o", capsize=3, label=method)
         ax.axhline(0, color="black", linewidth=0.8)
         if 0 < plain < len(labels):
@@ -556,7 +683,10 @@ def plot_paired(summary: Sequence[dict], against: str, path: Path) -> None:
 
 @dataclass
 class Report:
-    summary: list[dict]
+    """What :func:`write_report` wrote, and the tables it holds."""
+
+    summary: list[MethodSummary]
+    """:func:`summarize`'s entries, one per (method, K)."""
     markdown: Path
     csv: Path
     plots: list[Path]
@@ -570,7 +700,7 @@ class Report:
     """``path_rows``: per method, its most common node paths (none for runs that did not record them)."""
 
 
-def _results(folder: Path) -> list[dict]:
+def _results(folder: Path) -> list[ResultRow]:
     rows = read_results(folder)
     if not rows:
         raise CausalRAGError(f"No results in {folder}: run `causalrag eval --out {folder}` first.")
@@ -610,7 +740,9 @@ def write_report(folder: str | Path, *, resamples: int = 2000) -> Report:
 
 @dataclass
 class PairedReport:
-    summary: list[dict]
+    """What :func:`write_paired_report` wrote."""
+
+    summary: list[PairedEntry]
     """``paired_summary``'s entries."""
     markdown: Path
     csv: Path
@@ -620,8 +752,10 @@ class PairedReport:
 def write_paired_report(
     folder: str | Path, against: str = BASELINE, *, resamples: int = 2000, seed: int = 0
 ) -> PairedReport:
-    """Read ``folder/results.jsonl``; write ``paired.md``, ``paired.csv`` and ``paired.png``: every method
-    against ``against`` (``paired_summary``)."""
+    """Read ``folder/results.jsonl``; write ``paired.md``, ``paired.csv`` and ``paired.png``.
+
+    They compare every method with ``against`` (``paired_summary``).
+    """
     folder = Path(folder)
     summary = paired_summary(_results(folder), against, resamples=resamples, seed=seed)
     paths = PairedReport(summary, folder / "paired.md", folder / "paired.csv", folder / "paired.png")

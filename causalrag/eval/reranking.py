@@ -27,10 +27,13 @@ from causalrag.tools.cis import CISScore, CISScorer
 from causalrag.tools.store import Mode, Store, stored_id
 
 Reranker = Callable[[str, Sequence[Document]], list[float]]
+"""Scores of candidate documents for a question, one per candidate (higher = better)."""
 
 
 @dataclass
 class ScoredPool:
+    """One question's pool and every reranker's scores of its candidates."""
+
     example: Example
     candidates: list[Document]
     """The pool in first-stage (dense similarity) order."""
@@ -49,6 +52,8 @@ def similarity(question: str, docs: Sequence[Document]) -> list[float]:
 
 
 def bm25_reranker(store: Store) -> Reranker:
+    """A reranker scoring the candidates by BM25 over ``store`` (a candidate it does not return scores 0)."""
+
     def score(question: str, docs: Sequence[Document]) -> list[float]:
         by_id = {
             d.id: d.metadata["score"]
@@ -140,6 +145,7 @@ def score_agreement(pools: Sequence[ScoredPool], a: str, b: str) -> dict[str, fl
 
 
 def markdown_table(results: Mapping[str, Mapping[str, float]], metrics: Sequence[str] = ("recall@5", "ndcg@5")) -> str:
+    """:func:`compare`'s figures as a Markdown table, one row per reranker."""
     rows = ["| reranker | " + " | ".join(metrics) + " |", "|---" * (len(metrics) + 1) + "|"]
     rows += [f"| {name} | " + " | ".join(f"{r[m]:.3f}" for m in metrics) + " |" for name, r in results.items()]
     return "\n".join(rows)

@@ -32,12 +32,19 @@ from collections import Counter
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from causalrag.corpus import DATA, HOTPOTQA
 from causalrag.errors import CausalRAGError
 from causalrag.eval.datasets import Example
 from causalrag.text import normalize_answer
 from causalrag.tools.store import Passage
+
+Record = dict[str, Any]
+"""One JSON object of a suite or source file (a card, trap, multi-hop row, item or passage; format:
+``causalrag/data/README.md``). They come from files, so :func:`validate` checks their shape."""
+Donor = tuple[str, str, Record]
+"""A passage that may serve as noise: (its card's id, the card's topic, the passage)."""
 
 ROBUST = DATA / "robust"
 SUITE = ROBUST / "suite.jsonl"
@@ -113,9 +120,15 @@ INSTRUCTIONS: list[tuple[str, str]] = [
 def load_robust(
     path: Path = SUITE, *, split: str | None = None, condition: str | None = None, style: str | None = None
 ) -> list[Example]:
-    """The suite's items as examples, optionally one split (``dev``/``test``/``holdout``; default: dev and test, the
-    holdout only when named), some conditions (``a,b``) and passage styles (``news,web``, or ``all``:
-    :mod:`causalrag.eval.styles`; default: the suite's own, ``clean``)."""
+    """The suite's items as examples, optionally of one split, some conditions and some passage styles.
+
+    Args:
+        path: The suite file.
+        split: ``dev``, ``test`` or ``holdout``; default: dev and test (the holdout only when named).
+        condition: Comma-separated conditions (``a,b``); default: every one.
+        style: Comma-separated passage styles (``news,web``, or ``all``: :mod:`causalrag.eval.styles`);
+            default: the suite's own, ``clean``.
+    """
     if split is not None and split not in SPLITS:
         raise CausalRAGError(f"Dataset option split={split!r} is not one of {', '.join(SPLITS)}.")
     wanted = [c.strip() for c in condition.split(",") if c.strip()] if condition is not None else list(CONDITIONS)
@@ -129,9 +142,12 @@ def load_robust(
     return [to_example(item) for item in with_styles(chosen, style, items)]
 
 
-def with_styles(items: list[dict], style: str | None, everything: list[dict]) -> list[dict]:
-    """``items`` once per style named (``everything``: the whole suite, whose dev/test noise passages fill ``long``:
-    the holdout's do not, so a dev/test item's ``long`` text is the same with or without the holdout)."""
+def with_styles(items: list[Record], style: str | None, everything: list[Record]) -> list[Record]:
+    """``items`` once per style named.
+
+    ``everything`` is the whole suite, whose dev/test noise passages fill ``long``: the holdout's do not, so a
+    dev/test item's ``long`` text is the same with or without the holdout.
+    """
     from causalrag.eval.styles import STYLES, noise_donors, styled
 
     names = list(STYLES) if style == "all" else [s.strip() for s in (style or "clean").split(",") if s.strip()]
@@ -142,7 +158,7 @@ def with_styles(items: list[dict], style: str | None, everything: list[dict]) ->
     return [styled(item, name, donors) for name in names for item in items]
 
 
-def to_example(item: dict) -> Example:
+def to_example(item: Record) -> Example:
     """One suite item as an :class:`Example`; gold titles are those of its correct and support passages."""
     passages = [Passage(p["title"], p["text"], f"robust:{p['role']}") for p in item["passages"]]
     gold = [p["title"] for p in item["passages"] if p["role"] in ("correct", "support")]
@@ -151,7 +167,7 @@ def to_example(item: dict) -> Example:
                    style=item.get("style", "clean"))
 
 
-def read_items(path: Path) -> list[dict]:
+def read_items(path: Path) -> list[Record]:
     """The JSON objects of a JSON-lines file, one a line (blank lines skipped)."""
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
@@ -166,16 +182,21 @@ def read_items(path: Path) -> list[dict]:
 _normalized = lru_cache(maxsize=None)(normalize_answer)  # the builder tests every donor passage for every item
 
 
-def states(passage: dict, answers: Iterable[str]) -> bool:
-    """The passage (title or text) names one of ``answers`` as whole words after answer normalization:
-    :func:`causalrag.text.mentions`, with the normalized texts cached."""
+def states(passage: Record, answers: Iterable[str]) -> bool:
+    """Whether the passage (title or text) names one of ``answers`` as whole words after answer normalization.
+
+    The rule of :func:`causalrag.text.mentions`, with the normalized texts cached.
+    """
     text = " " + _normalized(f"{passage.get('title', '')}. {passage.get('text', '')}") + " "
     return any((a := _normalized(answer)) and f" {a} " in text for answer in answers)
 
 
-def build(root: Path = ROBUST, hotpotqa: Path = HOTPOTQA) -> list[dict]:
-    """Every item of the suite, in a fixed order: a pure function of the source files and :data:`SEED`. The dev/test
-    items come first, then the holdout's (from the ``holdout_*`` files), each part sorted by condition and id."""
+def build(root: Path = ROBUST, hotpotqa: Path = HOTPOTQA) -> list[Record]:
+    """Every item of the suite, in a fixed order: a pure function of the source files and :data:`SEED`.
+
+    The dev/test items come first, then the holdout's (from the ``holdout_*`` files), each part sorted by
+    condition and id.
+    """
     cards, traps, multihop = _sources(root, "")
     # fictional cards come last and lend no noise: the real cards' items stay as they were built without them;
     # the holdout cards lend none either, so the dev/test items are built as without the holdout
@@ -185,9 +206,11 @@ def build(root: Path = ROBUST, hotpotqa: Path = HOTPOTQA) -> list[dict]:
     return [*_built(cards, traps, multihop, donors, hotpot), *_built(*_sources(root, "holdout_"), donors, hotpot)]
 
 
-def _sources(root: Path, prefix: str) -> tuple[list[dict], list[dict], list[dict]]:
-    """The cards, traps and multi-hop rows of ``root/PREFIXcards.jsonl`` etc.: the dev/test files (no prefix),
-    whose rows are dev or test, or the holdout's (``holdout_``), whose rows are all holdout."""
+def _sources(root: Path, prefix: str) -> tuple[list[Record], list[Record], list[Record]]:
+    """The cards, traps and multi-hop rows of ``root/PREFIXcards.jsonl`` etc.
+
+    The dev/test files (no prefix) hold dev or test rows; the holdout's (``holdout_``) only holdout rows.
+    """
     cards, traps, multihop = (read_items(root / f"{prefix}{name}.jsonl") for name in ("cards", "traps", "multihop"))
     for row in [*cards, *traps, *multihop]:
         if (row.get("split") == HOLDOUT) != (prefix == f"{HOLDOUT}_"):
@@ -196,8 +219,8 @@ def _sources(root: Path, prefix: str) -> tuple[list[dict], list[dict], list[dict
     return cards, traps, multihop
 
 
-def _built(cards: list[dict], traps: list[dict], multihop: list[dict], donors: list,
-           hotpot: dict[str, dict]) -> list[dict]:
+def _built(cards: list[Record], traps: list[Record], multihop: list[Record], donors: list[Donor],
+           hotpot: dict[str, Record]) -> list[Record]:
     """The items of one set of source files, sorted by condition and id (a card's index: its place in ``cards``)."""
     items = [item for i, card in enumerate(cards) for item in card_items(card, i, donors)]
     items += [trap_item(t) for t in traps]
@@ -205,8 +228,8 @@ def _built(cards: list[dict], traps: list[dict], multihop: list[dict], donors: l
     return sorted(items, key=lambda it: (CONDITIONS.index(it["condition"]), it["id"]))
 
 
-def _item(source: dict, condition: str, passages: list[dict], wrong: list[str], rng: random.Random,
-          kind: str = "single-hop") -> dict:
+def _item(source: Record, condition: str, passages: list[Record], wrong: list[str], rng: random.Random,
+          kind: str = "single-hop") -> Record:
     """One suite item, its passages in a seeded order."""
     rng.shuffle(passages)
     return {"id": f"{source['id']}-{condition}", "condition": condition, "split": source["split"],
@@ -215,13 +238,15 @@ def _item(source: dict, condition: str, passages: list[dict], wrong: list[str], 
             "passages": [{"title": p["title"], "text": p["text"], "role": p["role"]} for p in passages]}
 
 
-def _noise(n: int, source: dict, avoid: list[str], taken: list[dict], donors: list, rng: random.Random) -> list[dict]:
+def _noise(
+    n: int, source: Record, avoid: list[str], taken: list[Record], donors: list[Donor], rng: random.Random
+) -> list[Record]:
     """``n`` correct passages of other cards on another topic (one per card) stating none of ``avoid``."""
     titles = {p["title"] for p in taken}
     pool = [(cid, p) for cid, topic, p in donors
             if cid != source["id"] and topic != source["topic"] and p["title"] not in titles and not states(p, avoid)]
     rng.shuffle(pool)
-    chosen: dict[str, dict] = {}
+    chosen: dict[str, Record] = {}
     for cid, p in pool:
         if len(chosen) == n:
             break
@@ -232,16 +257,18 @@ def _noise(n: int, source: dict, avoid: list[str], taken: list[dict], donors: li
     return list(chosen.values())
 
 
-def card_items(card: dict, index: int, donors: list) -> list[dict]:
-    """The card's six items: clean_single, the two conflicts, all_wrong, planted_instruction, no_relevant
-    (a fictional card's: the :data:`ANSWERABLE` three)."""
+def card_items(card: Record, index: int, donors: list[Donor]) -> list[Record]:
+    """The card's six items: clean_single, the two conflicts, all_wrong, planted_instruction, no_relevant.
+
+    A fictional card gives only the :data:`ANSWERABLE` three.
+    """
     correct = [p for p in card["passages"] if p["role"] == "correct"]
     swapped = [p for p in card["passages"] if p["role"] == "swapped"]
     wrong = list(card["wrong_answers"])
     avoid = [*card["answers"], *wrong]
     items = []
 
-    def add(condition: str, chosen: list[dict], planted: list[str], noise: int) -> None:
+    def add(condition: str, chosen: list[Record], planted: list[str], noise: int) -> None:
         if card["fame"] == "fictional" and condition not in ANSWERABLE:
             return
         rng = random.Random(f"{SEED}:{card['id']}:{condition}")
@@ -263,12 +290,13 @@ def card_items(card: dict, index: int, donors: list) -> list[dict]:
     return items
 
 
-def trap_item(trap: dict) -> dict:
+def trap_item(trap: Record) -> Record:
+    """The correlation_trap item of a trap row, its passages in a seeded order."""
     rng = random.Random(f"{SEED}:{trap['id']}")
     return _item(trap, "correlation_trap", [dict(p) for p in trap["passages"]], list(trap["wrong_answers"]), rng)
 
 
-def multihop_item(row: dict, donors: list, hotpot: dict[str, dict]) -> dict:
+def multihop_item(row: Record, donors: list[Donor], hotpot: dict[str, Record]) -> Record:
     """A handwritten bridge/comparison item (2 passages + 3 noise), or a bundled HotpotQA question by id."""
     rng = random.Random(f"{SEED}:{row['id']}")
     if "hotpotqa" not in row:
@@ -295,8 +323,10 @@ def multihop_item(row: dict, donors: list, hotpot: dict[str, dict]) -> dict:
 
 
 def trimmed(sentences: list[str], keep: set[int], limit: int = WORDS[1]) -> str:
-    """A paragraph cut to at most ``limit`` words by dropping whole sentences not in ``keep`` (the
-    supporting facts): from the end backwards, the first sentence last."""
+    """A paragraph cut to at most ``limit`` words by dropping whole sentences not in ``keep``.
+
+    ``keep`` holds the supporting facts; sentences are dropped from the end backwards, the first one last.
+    """
     chosen = list(range(len(sentences)))
     for i in [*reversed(range(1, len(sentences))), 0]:
         if sum(len(sentences[j].split()) for j in chosen) <= limit:
@@ -306,12 +336,13 @@ def trimmed(sentences: list[str], keep: set[int], limit: int = WORDS[1]) -> str:
     return " ".join(sentences[i].strip() for i in chosen)
 
 
-def write_suite(items: list[dict], path: Path = SUITE) -> None:
+def write_suite(items: list[Record], path: Path = SUITE) -> None:
+    """Write ``items`` to ``path``, one JSON object a line."""
     path.write_text("".join(json.dumps(it, ensure_ascii=False) + "\n" for it in items), encoding="utf-8")
 
 
 # --------------------------------------------------------------------------- validation
-def validate(items: list[dict], *, min_items: int = MIN_ITEMS, min_holdout: int = MIN_HOLDOUT) -> list[str]:
+def validate(items: list[Record], *, min_items: int = MIN_ITEMS, min_holdout: int = MIN_HOLDOUT) -> list[str]:
     """Every problem of the suite, one line each (none: it is sound). See the data README for the rules."""
     problems = [f"{it.get('id', '?')}: {p}" for it in items for p in item_problems(it)]
     ids = Counter(it.get("id") for it in items)
@@ -335,7 +366,7 @@ def validate(items: list[dict], *, min_items: int = MIN_ITEMS, min_holdout: int 
     return problems
 
 
-def item_problems(item: dict) -> list[str]:
+def item_problems(item: Record) -> list[str]:
     """What is wrong with one item (empty when nothing is)."""
     condition, answers, wrong = item.get("condition"), item.get("answers") or [], item.get("wrong_answers") or []
     passages = item.get("passages") or []
@@ -363,7 +394,8 @@ def item_problems(item: dict) -> list[str]:
     return problems
 
 
-def passage_problems(p: dict, answers: list[str], wrong: list[str], words: tuple[int, int] = WORDS) -> list[str]:
+def passage_problems(p: Record, answers: list[str], wrong: list[str], words: tuple[int, int] = WORDS) -> list[str]:
+    """What is wrong with one passage of an item given its role (empty when nothing is)."""
     role, gold, planted = p.get("role"), states(p, answers), states(p, wrong)
     n = len(str(p.get("text", "")).split())
     problems = [] if words[0] <= n <= words[1] else [f"{n} words, not {words[0]}-{words[1]}"]
@@ -380,9 +412,11 @@ def passage_problems(p: dict, answers: list[str], wrong: list[str], words: tuple
     return problems
 
 
-def card_problems(cards: list[dict]) -> list[str]:
-    """Source-level rules of the fact cards (of one file: ``cards.jsonl`` or ``holdout_cards.jsonl``): 3 correct +
-    3 swapped passages of 20-45 words, titles distinct, fictional cards last."""
+def card_problems(cards: list[Record]) -> list[str]:
+    """What breaks the source-level rules of the fact cards of one file (``cards.jsonl`` or ``holdout_cards.jsonl``).
+
+    The rules: 3 correct + 3 swapped passages of 20-45 words, titles distinct, fictional cards last.
+    """
     problems = []
     fiction = [i for i, c in enumerate(cards) if c.get("fame") == "fictional"]
     if fiction and fiction != list(range(fiction[0], len(cards))):  # a card's index picks its mixes
@@ -401,6 +435,7 @@ def card_problems(cards: list[dict]) -> list[str]:
 
 # --------------------------------------------------------------------------- command line
 def main(argv: list[str] | None = None) -> int:
+    """The ``build`` and ``validate`` commands; returns the exit status."""
     parser = argparse.ArgumentParser(prog="python -m causalrag.eval.robust", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="write suite.jsonl from the source files")

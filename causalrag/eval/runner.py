@@ -36,8 +36,11 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, cast
+
+from langchain_core.embeddings import Embeddings
 
 from causalrag.errors import (
     BackendUnavailableError,
@@ -53,8 +56,13 @@ from causalrag.errors import (
 from causalrag.eval.conditions import load_examples
 from causalrag.eval.datasets import Example
 from causalrag.eval.inject import asserted_answers, is_injected, with_distractors
-from causalrag.eval.metrics import answer_scores, containment, ndcg_at_k, recall_at_k
+from causalrag.eval.metrics import AnswerScores, answer_scores, containment, ndcg_at_k, recall_at_k
 from causalrag.eval.settings import CachedEmbeddings, Pools, Setting, gold_ids
+from causalrag.state.base import RAGContext, TraceEntry
+from causalrag.state.triage import Decision, Evidence, Route
+
+if TYPE_CHECKING:
+    from langgraph.graph.state import CompiledStateGraph
 
 RESULTS = "results.jsonl"
 CONFIG = "config.json"
@@ -70,10 +78,13 @@ SETUP_ERRORS = (
 
 @dataclass
 class EvalConfig:
+    """The settings of one run, recorded in its ``config.json``."""
+
     dataset: str
     """``demo``, ``hotpotqa``, ``hotpotqa:PATH``, ``jsonl:PATH``, ``conflict`` or ``rgb:PATH``, with a condition
     after ``?`` (``hotpotqa?swap=1``, ``rgb:PATH?noise=0.4&swapped=2``; ``causalrag.eval.conditions``)."""
     methods: list[str]
+    """Names of the registered methods to run."""
     setting: str = "distractor"
     """``distractor`` (each question's own pool) or ``open`` (one collection of every paragraph)."""
     inject: list[int] = field(default_factory=lambda: [0])
@@ -83,6 +94,7 @@ class EvalConfig:
     params: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per-method context parameters (``{"standard_rag": {"k": 3}}``)."""
     model: str | None = None
+    """A local model folder, .gguf file or hub id; ``None``: the default model."""
     seed: int = 0
     """Seed of the injected passages."""
     instruction: bool = False
@@ -94,6 +106,103 @@ class EvalConfig:
     backends never mix."""
     shard: str | None = None
     """``"I/N"``: only the questions of shard I of N (1 ≤ I ≤ N; :func:`in_shard`), for one of N machines."""
+
+
+# --------------------------------------------------------------------------- the shape of a result
+class EvidenceDocument(TypedDict):
+    """One passage a method answered from, as its result records it."""
+
+    id: str | None
+    title: str
+    score: float | None
+    """The retriever's score, where it gave one."""
+    gold: bool
+    """One of the question's gold paragraphs."""
+    injected: bool
+    """A misleading passage (:mod:`causalrag.eval.inject`)."""
+
+
+class StepFallbacks(TypedDict):
+    """How often one judgment step ran on a question, and how many of those runs fell back."""
+
+    runs: int
+    fallbacks: int
+    """Runs with a ``*fallback*`` count above 0 in the step's trace entry (an output that did not parse)."""
+
+
+class TraceCost(TypedDict):
+    """Cost totals over a run's trace (:func:`causalrag.nodes.common.summarize_trace`)."""
+
+    seconds: float
+    llm_calls: int
+    prompt_tokens: int
+    new_tokens: int
+    forward_passes: int
+
+
+class Routing(TypedDict):
+    """The path a question took through a method's graph (:func:`score_result`)."""
+
+    path: list[str | None]
+    """Node names in the order they ran."""
+    route: Route | None
+    """The decision's route; None for a method that does not route."""
+    decision: Decision | None
+    evidence: Evidence | None
+    """The routed method's evidence record."""
+
+
+class Scores(AnswerScores, TraceCost, Routing):
+    """What :func:`score_result` measures of one finished graph run."""
+
+    prediction: str
+    recall: float | None
+    """Recall@k of the gold paragraphs; None without evidence or gold paragraphs."""
+    ndcg: float | None
+    """NDCG@k of the gold paragraphs; None likewise."""
+    k: int
+    """The method's evidence size."""
+    misled: float | None
+    """1 when the answer states a wrong answer planted or injected passages assert; None where none is."""
+    injected_in_evidence: int
+    leaked: int
+    """Evidence passages from outside the question's own pool (distractor setting)."""
+    documents: list[EvidenceDocument]
+    fallbacks: int
+    """Parse fallbacks the nodes reported."""
+    fallback_steps: dict[str, StepFallbacks]
+    """Per step that can fall back: its runs and fallbacks."""
+
+
+class ResultRow(Scores):
+    """One result, a line of ``results.jsonl``: one method on one question with K injected passages.
+
+    Runs written by earlier versions lack some fields (``condition``, ``style``, ``route``, ``path``, ...), so
+    readers of stored rows use ``row.get`` for those.
+    """
+
+    key: str
+    """:func:`result_key`: unique in a run folder."""
+    method: str
+    question_id: str
+    inject: int
+    """K, the number of injected misleading passages."""
+    instruction: bool
+    setting: str
+    dataset: str
+    type: str
+    condition: str
+    style: str
+    question: str
+    answers: list[str]
+    wall_seconds: float
+    """Wall-clock time of the question, scoring included."""
+    error: str | None
+    """``ExceptionType: message`` when the method raised (the answer is then empty)."""
+    params: dict[str, Any]
+    seed: int
+    finished_at: str
+    """UTC time the result was known (ISO 8601, seconds)."""
 
 
 class _NoPools:
@@ -109,6 +218,7 @@ class _NoPools:
 
 
 def result_key(method: str, question_id: str, inject: int) -> str:
+    """The key of one result in a run folder: method, K and question id."""
     return f"{method}|K={inject}|{question_id}"
 
 
@@ -133,12 +243,12 @@ def in_shard(question_id: str, shard: str | None) -> bool:
 
 
 # --------------------------------------------------------------------------- the results file
-def read_results(folder: Path) -> list[dict]:
+def read_results(folder: Path) -> list[ResultRow]:
     """Finished results, one per key; a truncated or corrupt line (an interrupted write) is dropped from the file."""
     path = Path(folder) / RESULTS
     if not path.exists():
         return []
-    rows: dict[str, dict] = {}
+    rows: dict[str, ResultRow] = {}
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     clean = True
     for line in lines:
@@ -152,7 +262,7 @@ def read_results(folder: Path) -> list[dict]:
         if row["key"] in rows:
             clean = False
             continue
-        rows[row["key"]] = row
+        rows[row["key"]] = cast(ResultRow, row)  # a stored row, as written (older runs lack some fields)
     if not clean:  # rewrite atomically so later appends start on a fresh line
         tmp = path.with_suffix(".tmp")
         tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows.values()), encoding="utf-8")
@@ -160,16 +270,16 @@ def read_results(folder: Path) -> list[dict]:
     return list(rows.values())
 
 
-def _append(path: Path, row: dict) -> None:
+def _append(path: Path, row: ResultRow) -> None:
     with path.open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
         fh.flush()
         os.fsync(fh.fileno())
 
 
-def _read_config(folder: Path) -> dict:
+def _read_config(folder: Path) -> dict[str, Any]:
     """A run's ``config.json``; runs written before ``backend`` was recorded used transformers."""
-    config = json.loads((Path(folder) / CONFIG).read_text(encoding="utf-8"))
+    config: dict[str, Any] = json.loads((Path(folder) / CONFIG).read_text(encoding="utf-8"))
     config.setdefault("backend", "transformers")
     return config
 
@@ -222,7 +332,7 @@ def merge_runs(folders: Sequence[Path], out: Path) -> None:
         merged["params"].update(config.get("params", {}))
         merged["methods"] = list(dict.fromkeys(merged["methods"] + config.get("methods", [])))
         merged["inject"] = sorted(set(merged["inject"]) | set(config.get("inject", [])))
-    rows: dict[str, dict] = {}
+    rows: dict[str, ResultRow] = {}
     for folder in folders:
         for row in read_results(Path(folder)):
             if row["key"] in rows:
@@ -236,8 +346,11 @@ def merge_runs(folders: Sequence[Path], out: Path) -> None:
 
 
 def _merged_shards(shards: Sequence[str | None]) -> str | None:
-    """The shard field of merged runs: None when none was sharded or every shard of N is there, else the
-    shards they hold ("1/4,3/4"); shards of different N do not split one dataset alike."""
+    """The shard field of merged runs.
+
+    None when none was sharded or every shard of N is there, else the shards they hold ("1/4,3/4"); shards of
+    different N do not split one dataset alike.
+    """
     parts = {parse_shard(s) for s in shards if s is not None}
     if len({n for _, n in parts}) > 1:
         split = ", ".join(sorted(filter(None, shards)))
@@ -248,19 +361,22 @@ def _merged_shards(shards: Sequence[str | None]) -> str | None:
 
 
 # --------------------------------------------------------------------------- one result
-def _fallback_count(entry: dict) -> int:
+def _fallback_count(entry: TraceEntry) -> int:
     return int(sum(v for k, v in entry.items() if "fallback" in k and isinstance(v, (int, float))))
 
 
-def _fallbacks(trace: Iterable[dict]) -> int:
+def _fallbacks(trace: Iterable[TraceEntry]) -> int:
     """Sum of the parse fallbacks the nodes reported (trace keys containing ``fallback``)."""
     return sum(_fallback_count(e) for e in trace)
 
 
-def _fallback_steps(trace: Iterable[dict]) -> dict[str, dict[str, int]]:
-    """Per step that can fall back (its trace entry has a ``*fallback*`` key): how often it ran and
-    how often it fell back, so a report gives the fallback rate per judgment step."""
-    steps: dict[str, dict[str, int]] = {}
+def _fallback_steps(trace: Iterable[TraceEntry]) -> dict[str, StepFallbacks]:
+    """How often each step that can fall back ran, and how often it fell back.
+
+    A step can fall back when its trace entry has a ``*fallback*`` key; a report gives the fallback rate per
+    judgment step.
+    """
+    steps: dict[str, StepFallbacks] = {}
     for e in trace:
         if any("fallback" in k for k in e):
             step = steps.setdefault(str(e.get("node", "?")), {"runs": 0, "fallbacks": 0})
@@ -269,7 +385,7 @@ def _fallback_steps(trace: Iterable[dict]) -> dict[str, dict[str, int]]:
     return steps
 
 
-def _routing(state: dict, trace: Sequence[dict]) -> dict[str, Any]:
+def _routing(state: dict[str, Any], trace: Sequence[TraceEntry]) -> Routing:
     """The path a question took: node names in the order they ran, and the routed method's decision and evidence.
 
     ``route`` is the decision's route (keep, vote, knowledge or focus; None for a method that does not route).
@@ -284,9 +400,24 @@ def _routing(state: dict, trace: Sequence[dict]) -> dict[str, Any]:
 
 
 def score_result(
-    state: dict, example: Example, *, gold: Sequence[str], pool: Sequence[str] | None, asserted: Sequence[str], k: int
-) -> dict:
-    """Answer and retrieval metrics, evidence, cost and path (``_routing``) of one finished graph run."""
+    state: dict[str, Any],
+    example: Example,
+    *,
+    gold: Sequence[str],
+    pool: Sequence[str] | None,
+    asserted: Sequence[str],
+    k: int,
+) -> Scores:
+    """Answer and retrieval metrics, evidence, cost and path (``_routing``) of one finished graph run.
+
+    Args:
+        state: The graph's final state.
+        example: The question.
+        gold: Ids of its gold paragraphs.
+        pool: Ids the question may retrieve from; None: any.
+        asserted: The wrong answers its planted and injected passages assert.
+        k: The method's evidence size.
+    """
     from causalrag.nodes.common import summarize_trace
 
     prediction = str(state.get("answer") or "")
@@ -294,6 +425,7 @@ def score_result(
     ids = [d.id for d in docs]
     allowed = set(pool) if pool is not None else None
     trace = state.get("trace") or []
+    cost = cast(TraceCost, summarize_trace(trace))  # its totals are these five figures
     return {
         "prediction": prediction,
         **answer_scores(prediction, example.answers),
@@ -308,7 +440,7 @@ def score_result(
              "gold": d.id in gold, "injected": is_injected(d)}
             for d in docs
         ],
-        **summarize_trace(trace),
+        **cost,
         "fallbacks": _fallbacks(trace),
         "fallback_steps": _fallback_steps(trace),
         **_routing(state, trace),
@@ -316,10 +448,16 @@ def score_result(
 
 
 # --------------------------------------------------------------------------- the run
+_J = TypeVar("_J")
+_R = TypeVar("_R")
+_Job = tuple[Example, Example, str]
+"""One question to ask: (the question as the dataset has it, the question with its pool at K, the method)."""
+
+
 class _Progress:
     """tqdm bar whose postfix shows each method's running containment accuracy."""
 
-    def __init__(self, total: int, done: list[dict], enabled: bool) -> None:
+    def __init__(self, total: int, done: list[ResultRow], enabled: bool) -> None:
         from tqdm.auto import tqdm
 
         self.bar = tqdm(total=total, desc="eval", unit="result", disable=not enabled)
@@ -327,7 +465,7 @@ class _Progress:
         for row in done:
             self.add(row, advance=False)
 
-    def add(self, row: dict, *, advance: bool = True) -> None:
+    def add(self, row: ResultRow, *, advance: bool = True) -> None:
         self.acc.setdefault(row["method"], []).append(row["acc"])
         self.bar.set_postfix_str(" ".join(f"{m}={sum(v) / len(v):.2f}" for m, v in self.acc.items()), refresh=False)
         if advance:
@@ -337,9 +475,44 @@ class _Progress:
         self.bar.close()
 
 
-def _completed(jobs: Sequence[Any], work: Callable[[Any], dict], concurrency: int) -> Iterator[dict]:
-    """``work(job)`` for every job, yielded as each finishes: one after another in this thread, or
-    ``concurrency`` at a time in worker threads (each with a copy of this thread's context variables)."""
+@dataclass
+class _Recorder:
+    """Takes each new result, in the calling thread only: appends it to the results file, then reports it."""
+
+    path: Path
+    bar: _Progress
+    on_result: Callable[[ResultRow], None] | None
+    written: list[ResultRow] = field(default_factory=list)
+
+    def add(self, row: ResultRow) -> None:
+        _append(self.path, row)
+        self.written.append(row)
+        self.bar.add(row)
+        if self.on_result:
+            self.on_result(row)
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What every question of a run shares."""
+
+    config: EvalConfig
+    dataset: list[Example]
+    """Every question of the dataset (the donors of the injected passages)."""
+    examples: list[Example]
+    """The questions asked (the first ``limit``), whichever shard asks them."""
+    mine: list[Example]
+    """Those of this shard."""
+    llm: Any
+    graphs: dict[str, CompiledStateGraph[Any, Any, Any, Any]]
+
+
+def _completed(jobs: Sequence[_J], work: Callable[[_J], _R], concurrency: int) -> Iterator[_R]:
+    """``work(job)`` for every job, yielded as each finishes.
+
+    One after another in this thread, or ``concurrency`` at a time in worker threads (each with a copy of this
+    thread's context variables).
+    """
     if concurrency <= 1:
         yield from map(work, jobs)
         return
@@ -364,139 +537,197 @@ def _check_concurrency(concurrency: int, llm: Any) -> None:
               f"at once: set CAUSALRAG_OPENAI_CONCURRENCY={concurrency} or more.", file=sys.stderr)
 
 
+def _check_methods(config: EvalConfig) -> None:
+    """Fail before any work on an unknown method, a bad parameter value or a bad shard."""
+    from causalrag.graphs.registry import make_context
+
+    for method in config.methods:
+        make_context(method, **config.params.get(method, {}))
+    if config.shard is not None:
+        parse_shard(config.shard)
+
+
+def _with_backend(config: EvalConfig, llm: Any) -> EvalConfig:
+    """``config`` with its backend named: ``CAUSALRAG_BACKEND``'s choice, or the class of the model given."""
+    if config.backend is not None:
+        return config
+    from causalrag.tools.llm import choose_backend
+
+    backend = choose_backend(None, config.model) if llm is None else type(llm).__name__
+    return dataclasses.replace(config, backend=backend)
+
+
+def _run_folder(out: str | Path) -> Path:
+    """The run folder, made when missing (a file there is refused)."""
+    folder = Path(out)
+    if folder.exists() and not folder.is_dir():
+        raise CausalRAGError(f"--out {folder} is a file: pass a folder for the run (it is made when missing).")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _questions(config: EvalConfig) -> tuple[list[Example], list[Example], list[Example]]:
+    """The dataset, the questions asked (its first ``limit``) and this shard's share of them."""
+    dataset = load_examples(config.dataset)
+    examples = dataset[: config.limit] if config.limit else dataset
+    if not examples:
+        raise CausalRAGError(f"Dataset {config.dataset!r} has no questions.")
+    if any(config.inject) and not any(e.passages for e in examples):
+        raise CausalRAGError("Injected passages need per-question pools, which this dataset lacks: use --inject 0.")
+    return dataset, examples, [ex for ex in examples if in_shard(ex.id, config.shard)]
+
+
+def _pending(config: EvalConfig, mine: Sequence[Example], finished: set[str]) -> list[tuple[int, Example, str]]:
+    """Every (K, question, method) of this shard without a result yet."""
+    return [
+        (k, ex, m) for k in config.inject for ex in mine for m in config.methods
+        if result_key(m, ex.id, k) not in finished
+    ]
+
+
+def _model(config: EvalConfig, llm: Any, *, default: bool) -> Any:
+    """The run's model: ``llm`` when given, else the default model (``default``) or the one ``config`` names."""
+    if llm is not None:
+        return llm
+    from causalrag.config import settings
+    from causalrag.tools.llm import default_llm, load_llm
+
+    return default_llm() if default else load_llm(config.model or settings().model, settings().device, config.backend)
+
+
+def _cached(embeddings: Embeddings | None) -> CachedEmbeddings:
+    """``embeddings`` (the default embedding model when None), memoized by text for the run."""
+    if embeddings is None:
+        from causalrag.tools.encoders import default_embeddings
+
+        embeddings = default_embeddings()
+    return CachedEmbeddings(embeddings)
+
+
+def _pools(run: _Run, pooled: list[Example], embeddings: Embeddings) -> Pools | _NoPools:
+    """The store of the questions' pools at one K (none when no method retrieves)."""
+    from causalrag.graphs.registry import get_method
+
+    if not any(get_method(m).retrieves for m in run.config.methods):
+        return _NoPools()
+    asked = {ex.id for ex in run.examples}
+    rest = [ex for ex in run.dataset if ex.id not in asked]
+    setting = cast(Setting, run.config.setting)  # Pools rejects any other value in one sentence
+    return Pools(setting, pooled, embeddings, collection=run.config.collection, background=rest)
+
+
+def _answer(
+    graph: CompiledStateGraph[Any, Any, Any, Any], question: str, ctx: RAGContext
+) -> tuple[dict[str, Any], str | None]:
+    """The graph's final state on ``question`` and no error, or an empty state and the error it raised."""
+    try:
+        return graph.invoke({"question": question}, context=ctx), None
+    except SETUP_ERRORS:
+        raise
+    except Exception as exc:  # noqa: BLE001 - one failing question must not end the run
+        return {}, f"{type(exc).__name__}: {exc}"
+
+
+def _ask(job: _Job, *, run: _Run, k: int, pools: Pools | _NoPools) -> ResultRow:
+    """Ask one method one question with its pool at K injected passages, and score the answer."""
+    from causalrag.graphs.registry import make_context
+
+    original, ex, method = job
+    config = run.config
+    injected = asserted_answers(original, k, donors=run.dataset, seed=config.seed) if k else []
+    asserted = [*original.wrong_answers, *injected]
+    params = config.params.get(method, {})
+    ctx = make_context(method, llm=run.llm, store=pools.store, ids=pools.ids_for(ex), **params)
+    started = time.perf_counter()
+    state, error = _answer(run.graphs[method], ex.question, ctx)
+    return {
+        "key": result_key(method, ex.id, k),
+        "method": method,
+        "question_id": ex.id,
+        "inject": k,
+        "instruction": config.instruction,
+        "setting": config.setting,
+        "dataset": config.dataset,
+        "type": ex.type,
+        "condition": ex.condition,
+        "style": ex.style,
+        "question": ex.question,
+        "answers": ex.answers,
+        **score_result(state, ex, gold=gold_ids(original), pool=pools.ids_for(ex), asserted=asserted, k=ctx.k),
+        "wall_seconds": round(time.perf_counter() - started, 3),
+        "error": error,
+        "params": params,
+        "seed": config.seed,
+        "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def _ask_at(
+    run: _Run, k: int, todo: set[tuple[str, str]], embeddings: Embeddings, recorder: _Recorder, concurrency: int
+) -> None:
+    """Ask the (question id, method) pairs ``todo`` with K injected passages, recording each result as it comes."""
+    # the open setting's corpus holds every asked question's passages, whichever shard asks it
+    pooled = [with_distractors(ex, k, donors=run.dataset, seed=run.config.seed, instruction=run.config.instruction)
+              for ex in (run.examples if run.config.setting == "open" else run.mine)]
+    pools = _pools(run, pooled, embeddings)
+    originals = {ex.id: ex for ex in run.examples}
+    jobs = [(originals[ex.id], ex, m) for ex in pooled for m in run.config.methods if (ex.id, m) in todo]
+    try:
+        for row in _completed(jobs, partial(_ask, run=run, k=k, pools=pools), concurrency):
+            recorder.add(row)
+    finally:
+        pools.close()
+
+
 def run_eval(
     config: EvalConfig,
     out: str | Path,
     *,
     llm: Any = None,
-    embeddings: Any = None,
+    embeddings: Embeddings | None = None,
     progress: bool = True,
-    on_result: Callable[[dict], None] | None = None,
+    on_result: Callable[[ResultRow], None] | None = None,
     concurrency: int = 1,
-) -> list[dict]:
+) -> list[ResultRow]:
     """Run every pending (method, question, K) of ``config`` into ``out``; returns all results of the folder.
 
-    ``llm`` / ``embeddings`` replace the default model and embedding model (e.g. a fake in tests);
-    ``concurrency`` questions are in flight at once (module docstring).
+    Args:
+        config: The run's settings.
+        out: The run folder: made when missing, resumed when it holds results of the same settings.
+        llm: Replaces the default model (e.g. a fake in tests).
+        embeddings: Replaces the default embedding model.
+        progress: Show a progress bar with each method's running accuracy.
+        on_result: Called with each new result as soon as it is written.
+        concurrency: Questions in flight at once (module docstring).
+
+    Returns:
+        Every result of the folder: those found there first, then the new ones.
     """
-    from causalrag.graphs.registry import build_graph, get_method, make_context
+    from causalrag.graphs.registry import build_graph
 
     _check_concurrency(concurrency, None)
-    for method in config.methods:
-        make_context(method, **config.params.get(method, {}))  # unknown names and bad values fail before any work
-    if config.shard is not None:
-        parse_shard(config.shard)
+    _check_methods(config)  # unknown names and bad values fail before any work
     default_model = llm is None and config.model is None and config.backend is None
-    if config.backend is None:
-        from causalrag.tools.llm import choose_backend
-
-        config = dataclasses.replace(
-            config, backend=choose_backend(None, config.model) if llm is None else type(llm).__name__
-        )
-    folder = Path(out)
-    if folder.exists() and not folder.is_dir():
-        raise CausalRAGError(f"--out {folder} is a file: pass a folder for the run (it is made when missing).")
-    folder.mkdir(parents=True, exist_ok=True)
+    config = _with_backend(config, llm)
+    folder = _run_folder(out)
     _check_config(folder, config)
-    results_path = folder / RESULTS
     done = read_results(folder)
-    finished = {r["key"] for r in done}
-    dataset = load_examples(config.dataset)
-    examples = dataset[: config.limit] if config.limit else dataset
-    if not examples:
-        raise CausalRAGError(f"Dataset {config.dataset!r} has no questions.")
-    mine = [ex for ex in examples if in_shard(ex.id, config.shard)]
-    pending = [
-        (k, ex, m) for k in config.inject for ex in mine for m in config.methods
-        if result_key(m, ex.id, k) not in finished
-    ]
-    if any(config.inject) and not any(e.passages for e in examples):
-        raise CausalRAGError("Injected passages need per-question pools, which this dataset lacks: use --inject 0.")
+    dataset, examples, mine = _questions(config)
+    pending = _pending(config, mine, {r["key"] for r in done})
     bar = _Progress(len(pending), [r for r in done if r["method"] in config.methods], progress)
     if not pending:
         bar.close()
         return done
-    if llm is None:
-        from causalrag.config import settings
-        from causalrag.tools.llm import default_llm, load_llm
-
-        llm = (
-            default_llm()
-            if default_model
-            else load_llm(config.model or settings().model, settings().device, config.backend)
-        )
+    llm = _model(config, llm, default=default_model)
     _check_concurrency(concurrency, llm)
-    if embeddings is None:
-        from causalrag.tools.encoders import default_embeddings
-
-        embeddings = default_embeddings()
-    embeddings = CachedEmbeddings(embeddings)
-    graphs = {m: build_graph(m) for m in config.methods}
-    written: list[dict] = []
+    cached = _cached(embeddings)
+    run = _Run(config, dataset, examples, mine, llm, {m: build_graph(m) for m in config.methods})
+    recorder = _Recorder(folder / RESULTS, bar, on_result)
     try:
         for k in sorted(set(config.inject)):
             todo = {(ex.id, m) for kk, ex, m in pending if kk == k}
-            if not todo:
-                continue
-            # the open setting's corpus holds every asked question's passages, whichever shard asks it
-            pooled = [with_distractors(ex, k, donors=dataset, seed=config.seed, instruction=config.instruction)
-                      for ex in (examples if config.setting == "open" else mine)]
-            asked = {ex.id for ex in examples}
-            rest = [ex for ex in dataset if ex.id not in asked]
-            retrieving = any(get_method(m).retrieves for m in config.methods)
-            setting = cast(Setting, config.setting)  # Pools rejects any other value in one sentence
-            pools = (
-                Pools(setting, pooled, embeddings, collection=config.collection, background=rest)
-                if retrieving
-                else _NoPools()
-            )
-            originals = {ex.id: ex for ex in examples}
-            jobs = [(originals[ex.id], ex, m) for ex in pooled for m in config.methods if (ex.id, m) in todo]
-
-            def ask(job: tuple[Example, Example, str], k: int = k, pools: Any = pools) -> dict:
-                original, ex, method = job
-                injected = asserted_answers(original, k, donors=dataset, seed=config.seed) if k else []
-                asserted = [*original.wrong_answers, *injected]
-                params = config.params.get(method, {})
-                ctx = make_context(method, llm=llm, store=pools.store, ids=pools.ids_for(ex), **params)
-                started = time.perf_counter()
-                try:
-                    state, error = graphs[method].invoke({"question": ex.question}, context=ctx), None
-                except SETUP_ERRORS:
-                    raise
-                except Exception as exc:  # noqa: BLE001 - one failing question must not end the run
-                    state, error = {}, f"{type(exc).__name__}: {exc}"
-                return {
-                    "key": result_key(method, ex.id, k),
-                    "method": method,
-                    "question_id": ex.id,
-                    "inject": k,
-                    "instruction": config.instruction,
-                    "setting": config.setting,
-                    "dataset": config.dataset,
-                    "type": ex.type,
-                    "condition": ex.condition,
-                    "style": ex.style,
-                    "question": ex.question,
-                    "answers": ex.answers,
-                    **score_result(state, ex, gold=gold_ids(original), pool=pools.ids_for(ex), asserted=asserted,
-                                   k=ctx.k),
-                    "wall_seconds": round(time.perf_counter() - started, 3),
-                    "error": error,
-                    "params": params,
-                    "seed": config.seed,
-                    "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                }
-
-            try:
-                for row in _completed(jobs, ask, concurrency):  # rows are written here, by this thread only
-                    _append(results_path, row)
-                    written.append(row)
-                    bar.add(row)
-                    if on_result:
-                        on_result(row)
-            finally:
-                pools.close()
+            if todo:
+                _ask_at(run, k, todo, cached, recorder, concurrency)
     finally:
         bar.close()
-    return done + written
+    return done + recorder.written

@@ -2,10 +2,10 @@
 
 * ``distractor`` — each question retrieves only from its own pool (HotpotQA's 10 paragraphs plus
   any injected passages): ``ctx.ids`` filters one shared in-memory collection. An id filter rather
-  than a throw-away collection per question because it measured 2.8x faster
-  (``benchmarks/eval_pools.py``: 0.61 s vs 1.71 s per pass over the 20 questions at K=8, embeddings
-  cached); a method that retrieves without ``ctx.ids`` would see other questions' paragraphs, so
-  the runner records evidence from outside the pool as ``leaked``.
+  than a throw-away collection per question because it is 2.8x faster (``benchmarks/eval_pools.py``
+  compares the two: 0.61 s vs 1.71 s per pass over the 20 questions at K=8, embeddings cached); a
+  method that retrieves without ``ctx.ids`` would see other questions' paragraphs, so the runner
+  records evidence from outside the pool as ``leaked``.
 * ``open`` — one collection of every paragraph of the dataset plus every question's injected
   passages at this K (a poisoned corpus, as in corpus-poisoning attacks), top-k over all of it.
   A dataset without pools (FlashRAG JSONL) retrieves from a named collection instead.
@@ -27,6 +27,7 @@ from causalrag.eval.inject import gold_paragraphs, is_injected
 from causalrag.tools.store import Store
 
 Setting = Literal["distractor", "open"]
+"""A retrieval setting: each question's own pool, or one collection of every paragraph."""
 SETTINGS: tuple[str, ...] = ("distractor", "open")
 
 
@@ -38,12 +39,14 @@ class CachedEmbeddings(Embeddings):
         self.cache: dict[str, list[float]] = {}
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """The vectors of ``texts``, embedding only those not seen before."""
         missing = list(dict.fromkeys(t for t in texts if t not in self.cache))
         if missing:
             self.cache.update(zip(missing, self.inner.embed_documents(missing), strict=True))
         return [self.cache[t] for t in texts]
 
     def embed_query(self, text: str) -> list[float]:
+        """The query vector of ``text``, cached apart from document vectors."""
         key = f"\x00query\x00{text}"  # query and document encoders may differ
         if key not in self.cache:
             self.cache[key] = self.inner.embed_query(text)
@@ -67,8 +70,15 @@ class Pools:
         collection: str | None = None,
         background: Sequence[Example] = (),
     ) -> None:
-        """``examples`` are the questions asked (pools with their injected passages); in the open
-        setting the paragraphs of ``background`` (the rest of the dataset) join the collection too."""
+        """Index the pools of the questions asked, or open the named collection when they have none.
+
+        Args:
+            setting: ``distractor`` or ``open``.
+            examples: The questions asked, their pools holding their injected passages.
+            embeddings: The embedding model of the store.
+            collection: For a dataset without pools: the collection to retrieve from.
+            background: The rest of the dataset, whose paragraphs join the collection in the open setting.
+        """
         if setting not in SETTINGS:
             raise CausalRAGError(f"Unknown setting {setting!r}: use distractor or open.")
         has_pools = any(e.passages for e in examples)
@@ -89,5 +99,6 @@ class Pools:
         return [p.id for p in example.passages] if self.setting == "distractor" else None
 
     def close(self) -> None:
+        """Delete the in-memory collection (a named collection is left as it is)."""
         if self.temporary:
             self.store.client.delete_collection(self.store.collection)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from typing import Any
 
 from causalrag.text import mentions
 
@@ -48,13 +49,14 @@ def _date(rng: random.Random, avoid: Sequence[str]) -> str:
 
 
 def _views(rng: random.Random, avoid: Sequence[str]) -> str:
+    """A page-view count naming none of ``avoid``."""
     while True:
         views = str(rng.randint(120, 98000))
         if safe([views], avoid):
             return views
 
 
-def names(passage: dict, answers: Sequence[str]) -> bool:
+def names(passage: dict[str, Any], answers: Sequence[str]) -> bool:
     """The passage (title or text) names one of ``answers`` as whole words (the suite's rule, uncached)."""
     text = f"{passage.get('title', '')}. {passage.get('text', '')}"
     return any(mentions(a, text) for a in answers)
@@ -96,7 +98,7 @@ def long(text: str, filler: Sequence[str], rng: random.Random) -> str:
     return " ".join([*before, text, *after])
 
 
-def filler_of(item: dict, donors: Sequence[dict]) -> list[str]:
+def filler_of(item: dict[str, Any], donors: Sequence[dict[str, Any]]) -> list[str]:
     """Sentences of other items' noise passages that state none of ``item``'s answers or planted answers."""
     avoid = [*item["answers"], *item.get("wrong_answers", [])]
     seen, sentences = set(), []
@@ -108,7 +110,7 @@ def filler_of(item: dict, donors: Sequence[dict]) -> list[str]:
     return sentences
 
 
-def styled(item: dict, style: str, donors: Sequence[dict] = ()) -> dict:
+def styled(item: dict[str, Any], style: str, donors: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """``item`` with every passage in ``style`` (``donors``: noise passages for ``long``), id ``ID@style``."""
     if style == "clean":
         return {**item, "style": "clean"}
@@ -127,12 +129,12 @@ def styled(item: dict, style: str, donors: Sequence[dict] = ()) -> dict:
     return {**item, "id": f"{item['id']}@{style}", "style": style, "passages": passages}
 
 
-def noise_donors(items: Sequence[dict]) -> list[dict]:
+def noise_donors(items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Every noise passage of the suite, in a fixed order: the filler of the ``long`` style."""
     return [p for it in items for p in it["passages"] if p.get("role") == "noise"]
 
 
-def style_problems(item: dict) -> list[str]:
+def style_problems(item: dict[str, Any]) -> list[str]:
     """Word counts of a styled item's passages out of their style's range."""
     low, high = STYLED_WORDS[item.get("style", "clean")]
     return [f"passage {i} ({p.get('title')!r}): {n} words, not {low}-{high}"
