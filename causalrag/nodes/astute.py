@@ -19,7 +19,7 @@ next depends on the iteration counter, convergence and the context alone.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.documents import Document
 from langgraph.runtime import Runtime
@@ -57,8 +57,8 @@ from causalrag.prompts.astute import (
     words,
 )
 from causalrag.prompts.common import ANSWER_STOP, answer_prompt
-from causalrag.state.astute import AstuteContext, AstuteState, Candidate, Group, SourceReading
-from causalrag.state.base import RAGState
+from causalrag.state.astute import AstuteContext, AstuteState, AstuteUpdate, Candidate, Group, SourceReading
+from causalrag.state.base import RAGState, TraceEntry
 from causalrag.text import clean_answer, key_sentences, mentions
 from causalrag.tools.backends.base import LLM
 
@@ -76,17 +76,22 @@ def one_group_per_passage(pool: Sequence[Document]) -> list[Group]:
 
 
 def members(group: Group, pool: Sequence[Document]) -> list[Document]:
+    """The pool's passages that ``group`` names as its sources, in the group's order."""
     by_label = {label_of(d): d for d in pool}
     return [by_label[s] for s in group["sources"] if s in by_label]
 
 
 def passages_of(group: Group, pool: Sequence[Document]) -> str:
+    """The text of ``group``'s passages, joined."""
     return " ".join(d.page_content for d in members(group, pool))
 
 
 def match_candidate(final: str | None, candidates: Sequence[Candidate]) -> int:
-    """Index of the candidate whose answer the final answer names (equal, or one contains the other's words);
-    -1 if none."""
+    """Index of the candidate whose answer the final answer names (equal, or one contains the other's words).
+
+    Returns:
+        The candidate's index, an equal answer first; -1 if none.
+    """
     if not final:
         return -1
     want = f" {words(final)} "
@@ -100,7 +105,7 @@ def match_candidate(final: str | None, candidates: Sequence[Candidate]) -> int:
 
 def most_reliable(candidates: Sequence[Candidate]) -> int:
     """Fallback choice: highest confidence, then most sources, then both source kinds, then the first."""
-    def reliability(i: int) -> tuple:
+    def reliability(i: int) -> tuple[float, int, int, int]:
         c = candidates[i]
         kinds = {s.split()[0] for s in c["sources"]}
         return (c.get("confidence") or 0.0, len(c["sources"]), len(kinds), -i)
@@ -110,9 +115,12 @@ def most_reliable(candidates: Sequence[Candidate]) -> int:
 
 # --------------------------------------------------------------------------- §3.3
 @traced
-def elicit(state: RAGState, runtime: Runtime[Any]) -> dict:
-    """Adaptive internal knowledge: up to m̂ passages from the model's memory, none when it is unsure. Any
-    context with ``max_internal`` and ``internal_tokens`` serves (``triage`` writes them on its knowledge route)."""
+def elicit(state: RAGState, runtime: Runtime[Any]) -> AstuteUpdate:
+    """Adaptive internal knowledge: up to m̂ passages from the model's memory, none when it is unsure.
+
+    Any context with ``max_internal`` and ``internal_tokens`` serves (``triage`` writes them on its knowledge
+    route).
+    """
     ctx = context(runtime)
     question = question_of(state)
     if ctx.max_internal <= 0:
@@ -135,7 +143,7 @@ def elicit(state: RAGState, runtime: Runtime[Any]) -> dict:
 
 # --------------------------------------------------------------------------- §3.4
 @traced
-def build_pool(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
+def build_pool(state: AstuteState, runtime: Runtime[AstuteContext]) -> AstuteUpdate:
     """D₀ = E ⊕ I with sources S₀: retrieved passages ``ext i`` (by rank, shown reversed) then memory ``int i``."""
     ctx = context(runtime)
     external = [labelled(d, f"{EXTERNAL} {i}") for i, d in enumerate(state.get("documents") or [], 1)]
@@ -153,12 +161,12 @@ def build_pool(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
 
 def _groups_or_fallback(
     text: str, pool: Sequence[Document], last: Sequence[Group]
-) -> tuple[list[Group], dict[str, Any]]:
+) -> tuple[list[Group], TraceEntry]:
     """Parsed groups, else the last groups, else one group per passage; with the figures for the trace."""
     parsed = parse_groups(text, [label_of(d) for d in pool])
     fresh = [g for g in parsed.groups if not echoes_example(g, passages_of(g, pool))]
     groups = fresh or list(last) or one_group_per_passage(pool)
-    figures = {
+    figures: TraceEntry = {
         "groups": len(groups),
         "group_sources": [g["sources"] for g in groups],
         "unknown_labels": parsed.unknown_labels,
@@ -176,7 +184,7 @@ def _consolidation_round(
     node: str,
     stage: str,
     max_new_tokens: int,
-) -> tuple[str, list[Group], dict[str, Any]]:
+) -> tuple[str, list[Group], TraceEntry]:
     """One consolidation call over D₀ and the last groups (``prompt`` builds it): raw text, groups, trace figures."""
     pool, last = state.get("pool") or [], state.get("groups") or []
     iteration = state.get("iteration", 0) + 1
@@ -190,7 +198,7 @@ def _consolidation_round(
 
 
 @traced
-def consolidate(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
+def consolidate(state: AstuteState, runtime: Runtime[AstuteContext]) -> AstuteUpdate:
     """One round D_{j+1} = M(p_con, q, ⟨D₀,S₀⟩, ⟨Dⱼ,Sⱼ⟩): group agreeing passages, split conflicts, drop noise."""
     ctx = context(runtime)
     iteration = state.get("iteration", 0) + 1
@@ -209,7 +217,7 @@ def consolidate(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
 
 # --------------------------------------------------------------------------- §3.5
 @traced
-def propose(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
+def propose(state: AstuteState, runtime: Runtime[AstuteContext]) -> AstuteUpdate:
     """One answer per consolidated group with a 0-10 confidence: all groups in one batched call.
 
     A missing confidence falls back to the group's share of the pool (its source support) and is counted;
@@ -219,7 +227,7 @@ def propose(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
     question, pool = question_of(state), state.get("pool") or []
     groups = state.get("groups") or []
     if judge_of(ctx) == "score":
-        candidates = _scored_confidences(llm_of(ctx), question, groups, pool)
+        candidates: list[Candidate] = _scored_confidences(llm_of(ctx), question, groups, pool)
         emit(runtime, "candidates", "propose", candidates=candidates)
         return {"candidates": candidates, "trace": [{"answers": [c["answer"] for c in candidates],
                                                       "confidences": [c["confidence"] for c in candidates]}]}
@@ -250,7 +258,7 @@ def propose(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
 
 def _finish(
     runtime: Runtime[Any], state: AstuteState, candidates: list[Candidate], final: str | None, *, scored: bool = False
-) -> tuple[dict[str, Any], dict[str, Any]]:
+) -> tuple[AstuteUpdate, TraceEntry]:
     """The final answer: the candidate the marked answer names, else the most reliable candidate.
 
     When groups carry answers, the final answer is one of them, so a few-shot example copied into
@@ -283,8 +291,8 @@ def _finish(
             )[0][0]
         )
     emit(runtime, "answer", "select", answer=answer, chosen=chosen)
-    update = {"answer": answer, "documents": used, "candidates": candidates, "chosen": chosen}
-    figures = {
+    update: AstuteUpdate = {"answer": answer, "documents": used, "candidates": candidates, "chosen": chosen}
+    figures: TraceEntry = {
         "chosen_group": chosen,
         "group_confidences": [c.get("confidence") for c in candidates],
         "select_fallback": select_fallback,
@@ -295,7 +303,7 @@ def _finish(
 
 
 @traced
-def select(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
+def select(state: AstuteState, runtime: Runtime[AstuteContext]) -> AstuteUpdate:
     """Compare the groups' answers (sources, agreement, confidence) and keep the most reliable one.
 
     The model writes its choice between ``<answer>`` markers, streamed. With a single candidate there
@@ -321,9 +329,8 @@ def select(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
 
 
 @traced
-def answer_combined(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict:
-    """The paper's merged last step in one call: consolidate (over D₀ and the last groups), answer each group,
-    select."""
+def answer_combined(state: AstuteState, runtime: Runtime[AstuteContext]) -> AstuteUpdate:
+    """The paper's merged last step in one call: consolidate (over D₀ and the last groups), answer, select."""
     ctx = context(runtime)
     # scored: the last round's groups are the candidates; their support and the joint reading decide
     if judge_of(ctx) == "score":
@@ -348,9 +355,8 @@ def answer_combined(state: AstuteState, runtime: Runtime[AstuteContext]) -> dict
 
 
 # --------------------------------------------------------------------------- scored judgments (judge="score")
-def _scored_round(state: AstuteState, runtime: Runtime[Any], *, node: str) -> dict:
-    """One consolidation round as scored choices (§3.4: group consistent sources, separate conflicts, drop the
-    irrelevant).
+def _scored_round(state: AstuteState, runtime: Runtime[Any], *, node: str) -> AstuteUpdate:
+    """One consolidation round as scored choices (§3.4: group consistent sources, separate conflicts, drop noise).
 
     Round 1 reads every source of D₀ alone (internal knowledge is one source) and groups those whose
     answers agree; a source that offers no answer is left out. Later rounds re-read each source
@@ -367,7 +373,7 @@ def _scored_round(state: AstuteState, runtime: Runtime[Any], *, node: str) -> di
     else:  # every source alone; the assessment read the retrieved ones already
         readings, read = read_cached(llm, question, pool, read)
     found = group_readings(readings, [label_of(d) for d in pool])
-    groups = [
+    groups: list[Group] = [
         {
             "answer": g.answer,
             "sources": g.sources,
@@ -377,14 +383,21 @@ def _scored_round(state: AstuteState, runtime: Runtime[Any], *, node: str) -> di
     ]
     converged = bool(last) and [g["sources"] for g in groups] == [g["sources"] for g in last]
     emit(runtime, "groups", node, iteration=iteration, groups=groups, converged=converged)
-    figures = {"iteration": iteration, "groups": len(groups), "group_sources": [g["sources"] for g in groups],
-               "abstained_sources": sum(not r.votes for r in readings), "converged": converged}
+    figures: TraceEntry = {
+        "iteration": iteration,
+        "groups": len(groups),
+        "group_sources": [g["sources"] for g in groups],
+        "abstained_sources": sum(not r.votes for r in readings),
+        "converged": converged,
+    }
     return {
         "groups": groups,
         "iteration": iteration,
         "converged": converged,
         "read": read,
-        "readings": [{"source": label_of(d), **r.as_dict()} for d, r in zip(pool, readings, strict=True)],
+        "readings": [
+            cast(SourceReading, {"source": label_of(d), **r.as_dict()}) for d, r in zip(pool, readings, strict=True)
+        ],
         "trace": [figures],
     }
 
@@ -435,7 +448,7 @@ def _scored_confidences(
 
 def _most_reliable_scored(
     state: AstuteState, runtime: Runtime[Any], candidates: Sequence[Candidate]
-) -> tuple[str | None, dict[str, Any]]:
+) -> tuple[str | None, TraceEntry]:
     """§3.5's comparison of reliability as explicit scores.
 
     Cross-source confirmation first: a group's sources beyond the first (retrieved or from memory)

@@ -72,12 +72,15 @@ from causalrag.prompts.cf_rag import (
     synthesis_prompt,
 )
 from causalrag.prompts.common import ANSWER_STOP, answer_prompt
+from causalrag.state.base import ReadingRecord, TraceEntry
 from causalrag.state.cf_rag import (
     CFRAGContext,
     CFRAGState,
+    CFRAGUpdate,
     Counterfactual,
     Hypothesis,
     HypothesisTask,
+    Route,
     ScoredHypothesis,
 )
 from causalrag.text import answer_spans, clean_answer, mentions, normalize_answer, question_options, same_answer
@@ -90,6 +93,7 @@ QUICK_ANSWER_TOKENS = 16
 
 
 def passage_text(doc: Document) -> str:
+    """The passage as the prompts show it: ``title: text`` (the text alone when it has no title)."""
     title = doc.metadata.get("title")
     return f"{title}: {doc.page_content}" if title else doc.page_content
 
@@ -129,7 +133,8 @@ def screen(question: str, rows: list[Counterfactual], ctx: CFRAGContext, kept: s
 def similarity_to(question: str, texts: list[str]) -> np.ndarray:
     """sim_sem(q, q') for every text: embedding cosine."""
     vectors = embed([question, *texts])
-    return vectors[1:] @ vectors[0]
+    similarity: np.ndarray = vectors[1:] @ vectors[0]
+    return similarity
 
 
 def validate(question: str, rows: list[Counterfactual], ctx: CFRAGContext, kept: set[str], baseline: str | None) -> str:
@@ -162,8 +167,11 @@ def validate(question: str, rows: list[Counterfactual], ctx: CFRAGContext, kept:
 
 
 def rewrites(ctx: CFRAGContext, question: str, kinds: list[str], *, attempt: int) -> list[Counterfactual]:
-    """Rewrites for every transformation type in one ``generate`` call: greedy first, then
-    ``regenerate_samples`` samples per type (the 270M base model copies the question greedily)."""
+    """Rewrites for every transformation type in one ``generate`` call.
+
+    The first attempt is greedy; a retry draws ``regenerate_samples`` samples per type (the 270M base model
+    copies the question greedily).
+    """
     sampling: dict[str, Any] = (
         {"temperature": REGENERATE_TEMPERATURE, "n": ctx.regenerate_samples, "seed": ctx.seed} if attempt > 1 else {}
     )
@@ -216,9 +224,11 @@ def proposals(
 
 
 @traced
-def explore_counterfactuals(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
-    """Propose (generate, or choose edits by score), validate (Eq. 2), retry failed types once, keep the top N by
-    Info (Eq. 3)."""
+def explore_counterfactuals(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> CFRAGUpdate:
+    """Propose, validate (Eq. 2), retry failed types once, keep the top N by Info (Eq. 3).
+
+    Candidates are generated, or chosen among edits by score (``judge="score"``).
+    """
     ctx = context(runtime)
     question = question_of(state)
     kept: set[str] = set()
@@ -253,7 +263,7 @@ def explore_counterfactuals(state: CFRAGState, runtime: Runtime[CFRAGContext]) -
     selected = [r["query"] for r in valid[: ctx.n_counterfactuals]]
     emit(runtime, "counterfactuals", "explore", question_answer=baseline, candidates=candidates, selected=selected)
     verdicts = [r["verdict"] for r in rows + retried]
-    figures = {
+    figures: TraceEntry = {
         "generated": len(rows) + len(retried),
         "first_attempt_failed": len(failed),
         "regenerated_valid": sum(r["attempt"] == 2 and r["verdict"] is None for r in candidates),
@@ -272,7 +282,7 @@ def explore_counterfactuals(state: CFRAGState, runtime: Runtime[CFRAGContext]) -
 
 # --------------------------------------------------------------------------- §4.1.2 dialectical evidence
 @traced
-def dialectical_retrieve(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
+def dialectical_retrieve(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> CFRAGUpdate:
     """E_total = R(q) ∪ ⋃ R(q'), then dedup (Eq. 4) and the quality/relevance filter (Eq. 5)."""
     ctx = context(runtime)
     queries = [question_of(state), *(state.get("cf_queries") or [])]
@@ -302,15 +312,20 @@ def dialectical_retrieve(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> d
     if fallback:  # never leave the paths without evidence: keep the most relevant survivors of dedup
         passes = sorted(keep, key=lambda i: -relevance[i])[: ctx.k]
     pool = [docs[i] for i in passes]
-    figures = {"retrieved": len(docs), "duplicates": len(docs) - len(keep), "filtered_out": len(keep) - len(passes),
-               "pool": len(pool), "fallback_unfiltered_pool": int(fallback)}
+    figures: TraceEntry = {
+        "retrieved": len(docs),
+        "duplicates": len(docs) - len(keep),
+        "filtered_out": len(keep) - len(passes),
+        "pool": len(pool),
+        "fallback_unfiltered_pool": int(fallback),
+    }
     emit_evidence(runtime, "dialectical_retrieve", pool, **figures)
     return {"pool": pool, "trace": [figures]}
 
 
 # --------------------------------------------------------------------------- §4.2.1 clusters and samples
 @traced
-def cluster_and_sample(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
+def cluster_and_sample(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> CFRAGUpdate:
     """Spectral clusters of the pool and one stratified Gumbel-softmax sample per reasoning path."""
     ctx = context(runtime)
     pool = list(state.get("pool") or [])
@@ -358,11 +373,15 @@ def path_evidence(llm: LLM, ctx: CFRAGContext, question: str, docs: list[Documen
     return fit(llm, docs, lambda ds: hypothesis_prompt(question, ds), reply_tokens=ctx.hypothesis_tokens)
 
 
-def pool_answers(ctx: CFRAGContext, question: str, pool: list[Document], read: dict) -> tuple[list[str], dict]:
-    """The answers the hypotheses choose among: the question's own options, else what the pool's
-    passages answer when each is read alone (one batch; passages the assessment read are not read
-    again), agreeing answers merged, plus what the question's own top ``k`` passages give read
-    together (a bridge answer no single passage gives). Returns them with the updated readings."""
+def pool_answers(
+    ctx: CFRAGContext, question: str, pool: list[Document], read: dict[str, ReadingRecord]
+) -> tuple[list[str], dict[str, ReadingRecord]]:
+    """The answers the hypotheses choose among, with the updated readings.
+
+    They are the question's own options, else what the pool's passages answer when each is read alone (one
+    batch; passages the assessment read are not read again), agreeing answers merged, plus what the question's
+    own top ``k`` passages give read together (a bridge answer no single passage gives).
+    """
     own = question_options(question)
     if own:
         return own, read
@@ -378,14 +397,15 @@ def pool_answers(ctx: CFRAGContext, question: str, pool: list[Document], read: d
 
 # --------------------------------------------------------------------------- Eq. 8 hypotheses
 @traced
-def hypothesize(state: HypothesisTask, runtime: Runtime[CFRAGContext]) -> dict:
+def hypothesize(state: HypothesisTask, runtime: Runtime[CFRAGContext]) -> CFRAGUpdate:
     """(a_j, r_j) = H(q, E_j): one reasoning path, run as its own ``Send`` branch.
 
-    Scored: the path answers with the candidate its sample supports most reliably (:func:`~causalrag.nodes.
-    evidence.reliability`): sources of E_j that state it when read alone confirm it, and the scored choice
-    given E_j together decides among equally confirmed answers. A path that reads its sample only jointly
-    follows the 270M model's blend of a conflicting sample, which on the robustness suite's dev half gave
-    the two answer-swapped passages' answer on 9 of 12 questions whose pool held 3 correct ones."""
+    Scored: the path answers with the candidate its sample supports most reliably
+    (:func:`~causalrag.nodes.evidence.reliability`): sources of E_j that state it when read alone confirm it,
+    and the scored choice given E_j together decides among equally confirmed answers. A path that read its
+    sample only jointly would follow the 270M model's blend of a conflicting sample, which mostly gives the
+    answer-swapped passages' answer.
+    """
     ctx = context(runtime)
     docs = list(state.get("documents") or [])
     candidates = list(state.get("candidates") or [])
@@ -427,7 +447,7 @@ def confidences(llm: LLM, question: str, hyps: list[Hypothesis], samples: list[l
 
 
 @traced
-def arbitrate(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
+def arbitrate(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> CFRAGUpdate:
     """Ψ_j for every hypothesis, ranked; HighConsensus decides the route (Algorithm 1, lines 10-15)."""
     ctx = context(runtime)
     llm = llm_of(ctx)
@@ -487,9 +507,9 @@ def arbitrate(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
     consensus = bool(ranked) and bool(ranked[0]["answer"]) and ranked[0]["agreement"] > ctx.consensus_share
     for best_first in ranked:
         emit(runtime, "score", "arbitrate", **best_first)
-    route = "accept" if consensus else "synthesize"
+    route: Route = "accept" if consensus else "synthesize"
     emit(runtime, "route", "arbitrate", route=route, agreement=ranked[0]["agreement"] if ranked else 0.0)
-    figures = {
+    figures: TraceEntry = {
         "mention": "scored support" if support is not None else "string",
         "psi": [h["psi"] for h in scored],
         "phi_coh": [h["phi_coh"] for h in scored],
@@ -504,16 +524,18 @@ def arbitrate(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
 
 # --------------------------------------------------------------------------- §4.2.3 final answer
 def synthesis_order(docs: list[Document], best: set[str | None], *, scored: bool) -> list[Document]:
-    """The synthesis's passages in reading order: the best path's (ids ``best``) first, as its hypothesis
-    prompt showed them (a scored reading lists its passages reversed, the best next to the question; a
-    written hypothesis in rank order), then the other paths' passages the same way. So the synthesis
-    prompt starts with the best path's passage block and its KV comes from the cache."""
+    """The synthesis's passages in reading order: the best path's (ids ``best``) first, then the other paths'.
+
+    Each block is laid out as a hypothesis prompt shows its passages (a scored reading lists them reversed, the
+    best next to the question; a written hypothesis in rank order). So the synthesis prompt
+    starts with the best path's passage block and its KV comes from the cache.
+    """
     own, rest = [d for d in docs if d.id in best], [d for d in docs if d.id not in best]
     return own[::-1] + rest[::-1] if scored else own + rest
 
 
 @traced
-def accept(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
+def accept(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> CFRAGUpdate:
     """High consensus: a_final = a_{j*}, with its own evidence sample (Algorithm 1, line 16)."""
     best = state["arbitration"][0]
     docs = (state.get("samples") or [])[best["index"]]
@@ -522,7 +544,7 @@ def accept(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
 
 
 @traced
-def synthesize(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> dict:
+def synthesize(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> CFRAGUpdate:
     """Divergent hypotheses: combine the top-3 (answer, Ψ, rationale) with their evidence (Eq. 12), streamed.
 
     Eq. 12 shows E_filtered; a 270M model reads few passages well, so the synthesis sees the top

@@ -1,7 +1,7 @@
 """Counterfactual edits of a question (pure text): the explicit options CF-RAG's scored judgment chooses among.
 
-The 270M base model copies the question when asked to rewrite it (10 of 10 greedy rewrites repeated
-it, docs/methods/cf_rag.md). With ``judge="score"`` the five transformation types of §4.1.1 (App. E.3,
+The 270M base model, decoding greedily, copies the question when asked to rewrite it
+(docs/methods/cf_rag.md). With ``judge="score"`` the five transformation types of §4.1.1 (App. E.3,
 Table 6) become *edits* that change one thing by construction, and the model only chooses which
 edit of a type reads as the most natural question (a scored choice); Eq. 2 then validates the
 chosen one as before. Each type yields options only where it applies:
@@ -93,6 +93,7 @@ def role_edits(question: str) -> list[str]:
 
 
 def category_edits(question: str) -> list[str]:
+    """The question asking another kind of fact: the first wh-phrase of :data:`CATEGORY_SWAPS` it has, swapped."""
     for pattern, alternatives in CATEGORY_SWAPS:
         if m := re.search(pattern, question, re.IGNORECASE):
             return _unique(
@@ -103,6 +104,7 @@ def category_edits(question: str) -> list[str]:
 
 
 def temporal_edits(question: str) -> list[str]:
+    """The question with its first year shifted by −10, +10 and −1 years."""
     if not (m := _YEAR.search(question)):
         return []
     year = int(m.group(0))

@@ -1,5 +1,7 @@
-"""Pure numerics of CF-RAG (no model calls): dedup, spectral clustering, Gumbel-softmax stratified
-sampling, the arbitration scores φ_coh, φ_causal, specificity and Ψ, and answer agreement.
+"""Pure numerics of CF-RAG (no model calls).
+
+Dedup, spectral clustering, Gumbel-softmax stratified sampling, the arbitration scores φ_coh, φ_causal,
+specificity and Ψ, and answer agreement.
 
 Every function takes plain arrays so the paper's equations can be checked on hand-made numbers.
 """
@@ -70,7 +72,8 @@ def spectral_clusters(vectors: np.ndarray, k: int, *, seed: int = 0, sigma: floa
     _, eigvecs = np.linalg.eigh(laplacian)  # ascending eigenvalues
     v = eigvecs[:, :k]
     v = v / np.clip(np.linalg.norm(v, axis=1, keepdims=True), 1e-12, None)
-    return KMeans(n_clusters=k, n_init=10, random_state=seed).fit_predict(v)
+    labels: np.ndarray = KMeans(n_clusters=k, n_init=10, random_state=seed).fit_predict(v)
+    return labels
 
 
 def gumbel_softmax(bias: np.ndarray, tau: float, rng: np.random.Generator) -> np.ndarray:
@@ -81,7 +84,8 @@ def gumbel_softmax(bias: np.ndarray, tau: float, rng: np.random.Generator) -> np
     u = rng.uniform(1e-12, 1.0, size=len(bias))
     z = (-np.log(-np.log(u)) + bias) / max(tau, 1e-6)
     z = np.exp(z - z.max())
-    return z / z.sum()
+    weights: np.ndarray = z / z.sum()
+    return weights
 
 
 def stratified_samples(
@@ -150,6 +154,7 @@ def psi_extended(coherence: float, causal: float, confidence: float, specificity
 
 
 def keywords(text: str) -> list[str]:
+    """The text's normalized words without stopwords (its domain terms)."""
     return [w for w in normalize_answer(text).split() if w not in _STOPWORDS]
 
 
@@ -164,8 +169,11 @@ def specificity(text: str) -> float:
 
 
 def answer_similarity(answers: Sequence[str], cosine: np.ndarray) -> np.ndarray:
-    """sim(a_i, a_j): 1 where the strings agree, else the embedding cosine (models.md: the 270M
-    model's yes/no judgement of "same answer?" is uninformative, so agreement is string + embedding)."""
+    """sim(a_i, a_j): 1 where the strings agree, else the embedding cosine.
+
+    The 270M model's yes/no judgement of "same answer?" is uninformative (models.md), so agreement is string +
+    embedding.
+    """
     sim = np.array(cosine, dtype=float, copy=True)
     for i, a in enumerate(answers):
         for j, b in enumerate(answers):
@@ -178,7 +186,8 @@ def agreement(sim: np.ndarray, theta: float) -> np.ndarray:
     """Agreement(a_j) = |{i : sim(a_i, a_j) > θ_agree}| / P for every j (§4.2.3)."""
     if sim.size == 0:
         return np.zeros(0)
-    return (sim > theta).sum(axis=0) / sim.shape[0]
+    shares: np.ndarray = (sim > theta).sum(axis=0) / sim.shape[0]
+    return shares
 
 
 def answer_divergence(a: str, b: str) -> float:

@@ -14,13 +14,14 @@ from langgraph.runtime import Runtime
 
 from causalrag.nodes.common import context, emit_evidence, fit, llm_of, question_of, store_of, traced
 from causalrag.prompts.cis import passage_text, query_prefix
-from causalrag.state.cis import CISContext, CISState
+from causalrag.state.base import TraceEntry
+from causalrag.state.cis import CISContext, CISRow, CISState, CISUpdate
 from causalrag.tools.cis import CISScore, CISScorer
 from causalrag.tools.cross_encoder import default_distilled_path, load_distilled
 
 
 @traced
-def retrieve_candidates(state: CISState, runtime: Runtime[CISContext]) -> dict:
+def retrieve_candidates(state: CISState, runtime: Runtime[CISContext]) -> CISUpdate:
     """Top-N first-stage candidates (BM25 by default, the paper's §5.2.1 setting)."""
     ctx = context(runtime)
     docs = store_of(ctx).retrieve(question_of(state), ctx.n_candidates, mode=ctx.retrieval, ids=ctx.ids)
@@ -36,14 +37,16 @@ def scorable(ctx: CISContext, question: str, docs: list[Document]) -> list[Docum
     ]
 
 
-def lm_scores(ctx: CISContext, question: str, docs: list[Document]) -> tuple[list[CISScore], dict]:
+def lm_scores(ctx: CISContext, question: str, docs: list[Document]) -> tuple[list[CISScore], TraceEntry]:
     """CIS from the causal LM, plus the p(K) cache figures for the trace."""
     scorer = CISScorer(llm_of(ctx), form=ctx.form, use_prior=ctx.use_prior)
     scores = scorer.score(question, docs)
     return scores, {"prior_cached": scorer.prior_hits, "prior_computed": scorer.prior_computed}
 
 
-def distilled_scores(ctx: CISContext, question: str, docs: list[Document]) -> tuple[list[CISScore], dict]:
+def distilled_scores(
+    ctx: CISContext, question: str, docs: list[Document]
+) -> tuple[list[CISScore], TraceEntry]:
     """The distilled cross-encoder's CIS estimate (§4.2); it has no separate p(K|Q) / p(K) terms."""
     model = load_distilled(str(ctx.distilled_path or default_distilled_path()))
     return [CISScore(s, math.nan, None) for s in model.score(question, docs)], {}
@@ -65,8 +68,21 @@ def annotated(doc: Document, score: CISScore, first_rank: int) -> Document:
     return Document(id=doc.id, page_content=doc.page_content, metadata=meta)
 
 
+def row_of(doc: Document) -> CISRow:
+    """A reranked passage's row of ``cis_scores``: its scores as :func:`annotated` wrote them (None where absent)."""
+    meta = doc.metadata
+    return {
+        "title": meta.get("title"),
+        "cis": meta["cis"],
+        "logp_k_given_q": meta.get("logp_k_given_q"),
+        "logp_k": meta.get("logp_k"),
+        "first_stage_rank": meta["first_stage_rank"],
+        "id": doc.id,
+    }
+
+
 @traced
-def rerank_cis(state: CISState, runtime: Runtime[CISContext]) -> dict:
+def rerank_cis(state: CISState, runtime: Runtime[CISContext]) -> CISUpdate:
     """Score every candidate by CIS(Q → K) and keep the top-k (§4.1: "keep top-k documents with the highest CIS")."""
     ctx = context(runtime)
     question = question_of(state)
@@ -86,10 +102,7 @@ def rerank_cis(state: CISState, runtime: Runtime[CISContext]) -> dict:
     ranked = [annotated(docs[i], scores[i], i + 1) for i in order]
     kept = ranked[: ctx.k]
     emit_evidence(runtime, "rerank_cis", kept, reranker=ctx.reranker, form=ctx.form, use_prior=ctx.use_prior)
-    table = [
-        {k: d.metadata.get(k) for k in ("title", "cis", "logp_k_given_q", "logp_k", "first_stage_rank")} | {"id": d.id}
-        for d in ranked
-    ]
+    table = [row_of(d) for d in ranked]
     figures |= {
         "reranker": ctx.reranker,
         "candidates": len(docs),

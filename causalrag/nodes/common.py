@@ -25,11 +25,11 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from causalrag.budget import fit_passages
+from causalrag.budget import Fitted, fit_passages
 from causalrag.errors import CausalRAGError, EmptyQuestionError
 from causalrag.params import check_context
 from causalrag.prompts.common import ANSWER_STOP, answer_prompt
-from causalrag.state.base import RAGContext, RAGState
+from causalrag.state.base import RAGContext, RAGState, RAGUpdate, TraceEntry
 from causalrag.text import clean_answer, readable
 from causalrag.tools.backends.chat_model import LLMChatModel, ReplyChatModel
 from causalrag.tools.usage import metered
@@ -48,10 +48,13 @@ DEFAULT_CONTEXT_KEY = "causalrag_context"
 
 
 def context(runtime: Runtime[C]) -> C:
-    """The run's context: the one passed to ``invoke``/``stream`` merged over the one ``build_graph`` bound
-    (:meth:`RAGContext.over`: the fields the caller named win, the rest keep the bound values), checked like
-    ``build_graph``'s parameters so a bad value is one sentence; else the bound one."""
-    bound = get_config().get("configurable", {}).get(DEFAULT_CONTEXT_KEY)
+    """The run's context: the one passed to ``invoke``/``stream`` merged over the one ``build_graph`` bound.
+
+    The merge is :meth:`RAGContext.over` (the fields the caller named win, the rest keep the bound values),
+    checked like ``build_graph``'s parameters so a bad value is one sentence; with no context passed, the bound
+    one.
+    """
+    bound: C | None = get_config().get("configurable", {}).get(DEFAULT_CONTEXT_KEY)
     given = runtime.context
     if given is None and bound is None:
         raise CausalRAGError(
@@ -59,12 +62,16 @@ def context(runtime: Runtime[C]) -> C:
         )
     if given is None:
         return bound
-    return check_context(given if bound is None else given.over(bound))
+    checked: C = check_context(given if bound is None else given.over(bound))
+    return checked
 
 
 def llm_of(ctx: RAGContext) -> LLM:
-    """The context's LLM; None → the process-wide default model (loaded once per process, so one model
-    serves every node of every run). The context is left as it is: it belongs to the caller."""
+    """The context's LLM; None → the process-wide default model.
+
+    The default is loaded once per process, so one model serves every node of every run. The context is left
+    as it is: it belongs to the caller.
+    """
     if ctx.llm is not None:
         return ctx.llm
     from causalrag.tools.llm import default_llm  # looked up per call, so a replaced default is seen
@@ -73,8 +80,11 @@ def llm_of(ctx: RAGContext) -> LLM:
 
 
 def store_of(ctx: RAGContext) -> Store:
-    """The context's store; None → the process-wide store of ``collection`` (opened once, the demo collection
-    seeded on first use). The context is left as it is: it belongs to the caller."""
+    """The context's store; None → the process-wide store of ``collection``.
+
+    That store is opened once, the demo collection seeded on first use. The context is left as it is: it
+    belongs to the caller.
+    """
     if ctx.store is not None:
         return ctx.store
     from causalrag.corpus import default_store  # Chroma loads only when a node first retrieves
@@ -98,7 +108,7 @@ def question_of(state: Mapping[str, Any]) -> str:
     return question
 
 
-def doc_json(doc: Document) -> dict:
+def doc_json(doc: Document) -> dict[str, Any]:
     """A document as plain JSON: id, title, text, score and any other scalar metadata."""
     extra = {
         k: v for k, v in doc.metadata.items() if isinstance(v, (int, float, str, bool)) and k not in ("title", "score")
@@ -133,26 +143,32 @@ def _task() -> str:
 
 
 def say(answer: str, stage: str) -> None:
-    """``answer`` as one message chunk to ``stream_mode="messages"`` (the node's metadata, and
-    ``causalrag_stage``), as a chat model's reply; nothing when empty or streamed by this task already."""
+    """``answer`` as one message chunk to ``stream_mode="messages"``, as a chat model's reply.
+
+    The chunk carries the node's metadata and ``causalrag_stage``; nothing is said when ``answer`` is empty or
+    this task streamed it already.
+    """
     task, streamed = _STREAMED.get()
     if answer and not (task == _task() and answer in streamed):
         ReplyChatModel(reply=answer).invoke([], config={"metadata": {"causalrag_stage": stage}})
 
 
 def emit_evidence(runtime: Runtime[Any], stage: str, documents: Sequence[Document], **payload: Any) -> None:
+    """Stream an ``evidence`` event: ``documents`` as plain JSON (:func:`doc_json`) with ``payload``."""
     emit(runtime, "evidence", stage, documents=[doc_json(d) for d in documents], **payload)
 
 
-_fitted: ContextVar[list | None] = ContextVar("causalrag_fitted", default=None)
+_fitted: ContextVar[list[Fitted] | None] = ContextVar("causalrag_fitted", default=None)
 
 
 def fit(
     llm: Any, documents: Sequence[Document], prompt: Callable[[list[Document]], str], *, reply_tokens: int
 ) -> list[Document]:
-    """The best-ranked ``documents`` whose ``prompt(documents)`` fits the model's window with room for the
-    reply (:func:`causalrag.budget.fit_passages`: lower-ranked passages dropped, an overlong best one
-    trimmed); what was left out is added to the running node's trace (``budget_dropped``/``budget_trimmed``)."""
+    """The best-ranked ``documents`` whose ``prompt(documents)`` fits the model's window with room for the reply.
+
+    Lower-ranked passages are dropped and an overlong best one trimmed (:func:`causalrag.budget.fit_passages`);
+    what was left out is added to the running node's trace (``budget_dropped``/``budget_trimmed``).
+    """
     fitted = fit_passages(llm, prompt, documents, reply_tokens=reply_tokens)
     notes = _fitted.get()
     if notes is not None and (fitted.dropped or fitted.trimmed):
@@ -163,7 +179,8 @@ def fit(
 def traced(node: N) -> N:
     """Record the node's wall time and LLM usage as one ``trace`` entry (and any passages the budget left out).
 
-    The wrapper keeps the node's signature (its state and context types), so the graph checks them."""
+    The wrapper keeps the node's signature (its state and context types), so the graph checks them.
+    """
 
     @functools.wraps(node)
     def wrapper(state: Any, runtime: Runtime[Any]) -> Any:
@@ -175,7 +192,7 @@ def traced(node: N) -> N:
             fitted = _fitted.get() or []
         finally:
             _fitted.reset(notes)
-        entry = {
+        entry: TraceEntry = {
             "node": get_config().get("metadata", {}).get("langgraph_node", node.__name__),
             "seconds": round(time.perf_counter() - start, 4),
             "llm_calls": usage.calls,
@@ -211,7 +228,7 @@ def traced(node: N) -> N:
     return cast(N, wrapper)
 
 
-def summarize_trace(trace: Sequence[dict]) -> dict:
+def summarize_trace(trace: Sequence[TraceEntry]) -> dict[str, Any]:
     """Totals over a run's trace: seconds, LLM calls, prompt/new tokens, forward passes."""
     keys = ("seconds", "llm_calls", "prompt_tokens", "new_tokens", "forward_passes")
     totals = {k: sum(e.get(k, 0) for e in trace) for k in keys}
@@ -229,9 +246,12 @@ def stream_text(
     stop: Sequence[str],
     exact: bool = False,
 ) -> str:
-    """Generate one completion, each piece a ``token`` event (``stream_mode="custom"``) and a message
-    chunk (``"messages"``: the model's chat-model view, so LangGraph sees a chat model stream).
-    ``exact``: the text depends on the prompt alone (:meth:`~causalrag.tools.backends.base.LLM.stream`)."""
+    """Generate one completion, each piece a ``token`` event and a message chunk.
+
+    Pieces go to ``stream_mode="custom"`` as events and to ``"messages"`` through the model's chat-model view,
+    so LangGraph sees a chat model stream. ``exact``: the text depends on the prompt alone
+    (:meth:`~causalrag.tools.backends.base.LLM.stream`).
+    """
     chat = LLMChatModel(llm=llm, max_new_tokens=max_new_tokens, stop=list(stop))
     pieces = []
     for chunk in chat.stream(prompt, config={"metadata": {"causalrag_stage": stage}}, exact=exact):
@@ -287,12 +307,12 @@ def generate_parsed(
 
 # --------------------------------------------------------------------------- shared nodes
 @traced
-def retrieve(state: RAGState, runtime: Runtime[C]) -> dict[str, Any]:
+def retrieve(state: RAGState, runtime: Runtime[C]) -> RAGUpdate:
     """Top-k passages for the question (dense, BM25 or hybrid, as the context says)."""
     return top_k(state, runtime, context(runtime).retrieval)
 
 
-def top_k(state: RAGState, runtime: Runtime[C], mode: Mode) -> dict[str, Any]:
+def top_k(state: RAGState, runtime: Runtime[C], mode: Mode) -> RAGUpdate:
     """The ``retrieve`` update with the top-k passages by ``mode``."""
     ctx = context(runtime)
     docs = store_of(ctx).retrieve(question_of(state), ctx.k, mode=mode, ids=ctx.ids)
@@ -301,13 +321,13 @@ def top_k(state: RAGState, runtime: Runtime[C], mode: Mode) -> dict[str, Any]:
 
 
 @traced
-def answer(state: RAGState, runtime: Runtime[C]) -> dict[str, Any]:
+def answer(state: RAGState, runtime: Runtime[C]) -> RAGUpdate:
     """Short answer from the top-k ``documents`` (closed book when there are none), streamed token by token.
 
     Computed ``exact``: a routed method that keeps standard RAG's answer (nothing conflicts) gives the
-    very answer ``standard_rag`` gives, whatever the backend's cache held from earlier questions. With
-    cached prefixes, llama.cpp's arithmetic flipped 4–6 of about 148 such answers on the robustness
-    suite's test half.
+    very answer ``standard_rag`` gives, whatever the backend's cache held from earlier questions (a cached
+    prefix changes llama.cpp's arithmetic; measured in research/notebook.md, "the test half again, with
+    standard RAG's reading computed exact").
     """
     ctx = context(runtime)
     question, llm = question_of(state), llm_of(ctx)
@@ -326,7 +346,9 @@ def answer(state: RAGState, runtime: Runtime[C]) -> dict[str, Any]:
     return {"answer": final, "documents": used}
 
 
-def answer_reranked(state: RAGState, runtime: Runtime[C]) -> dict[str, Any]:
-    """:func:`answer` from the passages a method has reordered or chosen (MoI's utility order, CIS's top-k):
-    its own node, so the trace names the step."""
+def answer_reranked(state: RAGState, runtime: Runtime[C]) -> RAGUpdate:
+    """:func:`answer` from the passages a method has reordered or chosen (MoI's utility order, CIS's top-k).
+
+    It is its own node, so the trace names the step.
+    """
     return answer(state, runtime)

@@ -58,15 +58,19 @@ class RulePolicy:
 
 
 def canonical(groups: Sequence[GroupRecord]) -> list[GroupRecord]:
-    """Groups largest first, ties by answer, each group's sources sorted: an order that does not depend on the
-    passages' order."""
+    """Groups largest first, ties by answer, each group's sources sorted.
+
+    The order does not depend on the passages' order.
+    """
     ordered = sorted(groups, key=lambda g: (-len(g["sources"]), normalize_answer(g["answer"]), g["answer"]))
     return [GroupRecord(answer=g["answer"], sources=sorted(g["sources"])) for g in ordered]
 
 
 def corroborated(groups: Sequence[GroupRecord], standard: str, closed: str) -> bool:
-    """Whether the joint reading and the closed-book answer agree on an answer that no source read alone
-    gives, or that the largest group gives: a vote could only throw it away."""
+    """Whether the joint reading and the closed-book answer agree on an answer a vote could only throw away.
+
+    That is an answer no source read alone gives, or the one the largest group gives.
+    """
     return (
         bool(normalize_answer(closed))
         and same_answer(closed, standard)
@@ -75,8 +79,10 @@ def corroborated(groups: Sequence[GroupRecord], standard: str, closed: str) -> b
 
 
 def shape_of(evidence: Evidence, policy: RulePolicy) -> tuple[Shape, Route, str | None, str]:
-    """(shape, route, believed answer, why) from the readings and the closed-book answer, before any contrast
-    or focus probe."""
+    """(shape, route, believed answer, why) from the readings and the closed-book answer.
+
+    This is the decision before any contrast or focus probe.
+    """
     groups = evidence.get("groups") or []
     standard, closed = evidence.get("standard", ""), evidence.get("closed_book", "")
     sure, stated = evidence.get("confidence", float("-inf")), evidence.get("stated", True)
@@ -110,7 +116,7 @@ def shape_of(evidence: Evidence, policy: RulePolicy) -> tuple[Shape, Route, str 
     return shape, "keep", None, KEEP_WHY[shape]
 
 
-KEEP_WHY: dict[str, str] = {
+KEEP_WHY: dict[Shape, str] = {
     "agree": "every source that answers alone agrees with the joint reading",
     "scattered": "the sources scatter with no plurality to trust",
     "unanswered": "no passage answers alone but one states the joint answer (a bridge)",
@@ -120,11 +126,13 @@ KEEP_WHY: dict[str, str] = {
 
 
 def rival_of(evidence: Evidence, policy: RulePolicy, *, every: bool = False) -> str | None:
-    """The answer a counterfactual contrast weighs against the first group's, or None where none is asked:
-    the runner-up's where two sides of at least two sources each dispute and the vote would decide; else the
-    model's own where no source gives it (shape ``agree`` or ``conflict``) and it holds it at
-    ``contrast_confidence`` or above (a guess is no knowledge to test). ``every``: whatever the model's confidence
-    and the route (a fitted policy's features)."""
+    """The answer a counterfactual contrast weighs against the first group's, or None where none is asked.
+
+    It is the runner-up's where two sides of at least two sources each dispute and the vote would decide; else
+    the model's own where no source gives it (shape ``agree`` or ``conflict``) and it holds it at
+    ``contrast_confidence`` or above (a guess is no knowledge to test). ``every``: whatever the model's
+    confidence and the route (a fitted policy's features).
+    """
     shape, route, _, _ = shape_of(evidence, policy)
     groups, closed = evidence.get("groups") or [], evidence.get("closed_book", "")
     disputed = len(groups) >= 2 and len(groups[1]["sources"]) >= 2
@@ -138,16 +146,21 @@ def rival_of(evidence: Evidence, policy: RulePolicy, *, every: bool = False) -> 
 
 
 def wants_focus(evidence: Evidence, policy: RulePolicy, *, every: bool = False) -> bool:
-    """Whether the focus probe is asked: the sources scatter over lone answers (nothing to vote with);
-    ``every``: wherever two answers or more have lone sources."""
+    """Whether the focus probe is asked: the sources scatter over lone answers (nothing to vote with).
+
+    With ``every``: wherever two answers or more have lone sources.
+    """
     if every:
         return sum(len(g["sources"]) == 1 for g in evidence.get("groups") or []) >= 2
     return shape_of(evidence, policy)[0] == "scattered"
 
 
 def taken_contrast(evidence: Evidence, policy: RulePolicy) -> bool:
-    """Whether a contrast these rules ask (a record may hold any rival's) takes the rival: the passages read
-    ``knowledge_fit`` better with it, and it is not merely a far more familiar string."""
+    """Whether a contrast these rules ask (a record may hold any rival's) takes the rival.
+
+    It does when the passages read ``knowledge_fit`` better with it and it is not merely a far more familiar
+    string.
+    """
     contrast = evidence.get("contrast")
     if contrast is None or contrast["rival"] != rival_of(evidence, policy):
         return False
@@ -224,8 +237,12 @@ def features(evidence: Evidence) -> list[float]:
 
 
 def route_answer(evidence: Evidence, route: Route) -> str | None:
-    """What a route would answer, where the record tells it before the route runs (None: the route has nothing
-    to give here; the vote's answer is known only once it runs, so it is ``""``)."""
+    """What a route would answer, where the record tells it before the route runs.
+
+    Returns:
+        The route's answer; None where the route has nothing to give; ``""`` for the vote, whose answer is
+        known only once it runs.
+    """
     if route == "keep":
         return evidence.get("standard", "")
     if route == "knowledge":
@@ -239,8 +256,10 @@ def route_answer(evidence: Evidence, route: Route) -> str | None:
 
 @dataclass(frozen=True)
 class RouteModel:
-    """A multinomial logistic model of one route against ``keep`` on the questions where their answers differ:
-    P(loss), P(tie), P(win) from the standardized features."""
+    """A multinomial logistic model of one route against ``keep`` on the questions where their answers differ.
+
+    It gives P(loss), P(tie), P(win) from the standardized features.
+    """
 
     mean: tuple[float, ...]
     scale: tuple[float, ...]
@@ -260,8 +279,11 @@ class RouteModel:
 
 @dataclass(frozen=True)
 class FittedPolicy:
-    """A policy fitted on dev data for one model (``causalrag calibrate``): per route, a model of its expected
-    gain over standard RAG's answer; the route with the largest gain is taken when it clears ``margin``."""
+    """A policy fitted on dev data for one model (``causalrag calibrate``).
+
+    Per route, a model of its expected gain over standard RAG's answer; the route with the largest gain is
+    taken when it clears ``margin``.
+    """
 
     model: str
     """The model it was fitted for (log-probabilities of one model mean nothing for another)."""
@@ -271,11 +293,13 @@ class FittedPolicy:
     """Which data fitted it (dataset, split, commit)."""
 
     def to_json(self) -> dict[str, Any]:
+        """The policy file ``causalrag calibrate`` writes for this fit."""
         return {"kind": "fitted", "model": self.model, "margin": self.margin, "provenance": self.provenance,
                 "features": list(FEATURES), "routes": {r: vars(m) for r, m in self.routes.items()}}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> FittedPolicy:
+        """The fitted policy a policy file holds (one of another version of the features is refused)."""
         if data.get("kind") != "fitted" or list(data.get("features") or []) != list(FEATURES):
             raise ValueError("not a fitted policy of this version (refit it with `causalrag calibrate`)")
         routes = {r: RouteModel(tuple(m["mean"]), tuple(m["scale"]), tuple(map(tuple, m["coef"])),

@@ -28,7 +28,8 @@ from causalrag.nodes.moi_solve import (
 )
 from causalrag.prompts.common import ANSWER_STOP, answer_prompt
 from causalrag.prompts.moi import question_continuation, saliency_prefix
-from causalrag.state.moi import MoIContext, MoIState
+from causalrag.state.base import TraceEntry
+from causalrag.state.moi import MoIContext, MoIState, MoIUpdate
 from causalrag.text import clean_answer, normalize_answer
 from causalrag.tools.backends.base import LLM
 
@@ -61,8 +62,11 @@ def positions(ctx: MoIContext, n: int) -> int:
 
 
 def within_window(llm: LLM, ctx: MoIContext, question: str, candidates: list[Document]) -> list[Document]:
-    """Each candidate cut to its share of the window, so that any ordering of :func:`positions` of them
-    fits one prompt (a share, not a ranked cut: every candidate must stay in the game for Eq. 4)."""
+    """Each candidate cut to its share of the window, so that any ordering of :func:`positions` of them fits.
+
+    Every ordering must fit one prompt; it is a share, not a ranked cut: every candidate must stay in the game
+    for Eq. 4.
+    """
     m = max(1, positions(ctx, len(candidates)))
     share = lambda ds: saliency_prefix(list(ds) * m) + question_continuation(question)  # noqa: E731
     return [d for doc in candidates for d in fit(llm, [doc], share, reply_tokens=ctx.max_new_tokens)]
@@ -78,14 +82,16 @@ def saliency(
     return [s - log_p_question for s in scores[:-1]], log_p_question
 
 
-def debias(ctx: MoIContext, candidates: list[Document], perms: list[Permutation], scores: list[float]) -> dict:
+def debias(
+    ctx: MoIContext, candidates: list[Document], perms: list[Permutation], scores: list[float]
+) -> MoIUpdate:
     """Solve Eq. 4 for w and u; rerank the candidates by u (the update, with its trace figures)."""
     if not perms:
         return {"documents": [], "ranking": [], "position_weights": [], "utilities": [], "trace": [{"w": [], "u": []}]}
     fit = solve_position_bias(perms, scores, len(candidates), ridge=ctx.ridge)
     order = utility_ranking(fit.utilities)
     reranked = [candidates[i] for i in order]
-    figures = {
+    figures: TraceEntry = {
         "w": [round(v, 4) for v in fit.weights],
         "u": [round(v, 4) for v in fit.utilities],
         "ranking": order,
@@ -104,7 +110,7 @@ def debias(ctx: MoIContext, candidates: list[Document], perms: list[Permutation]
 
 # --------------------------------------------------------------------------- nodes
 @traced
-def retrieve_candidates(state: MoIState, runtime: Runtime[MoIContext]) -> dict:
+def retrieve_candidates(state: MoIState, runtime: Runtime[MoIContext]) -> MoIUpdate:
     """The n passages MoI reorders (n = max(candidates, k)), in the retriever's order."""
     ctx = context(runtime)
     n, question = max(ctx.candidates, ctx.k), question_of(state)
@@ -116,7 +122,7 @@ def retrieve_candidates(state: MoIState, runtime: Runtime[MoIContext]) -> dict:
 
 
 @traced
-def permute(state: MoIState, runtime: Runtime[MoIContext]) -> dict:
+def permute(state: MoIState, runtime: Runtime[MoIContext]) -> MoIUpdate:
     """§3.2 propose phase: the interventions (orderings) to observe."""
     ctx = context(runtime)
     perms = propose(ctx, len(state.get("candidates") or []))
@@ -128,7 +134,7 @@ def permute(state: MoIState, runtime: Runtime[MoIContext]) -> dict:
 
 
 @traced
-def score(state: MoIState, runtime: Runtime[MoIContext]) -> dict:
+def score(state: MoIState, runtime: Runtime[MoIContext]) -> MoIUpdate:
     """Eq. 3: the listwise Bayes-saliency score of every permutation, batched in one call."""
     ctx = context(runtime)
     perms = [tuple(p) for p in state.get("permutations") or []]
@@ -140,7 +146,7 @@ def score(state: MoIState, runtime: Runtime[MoIContext]) -> dict:
 
 
 @traced
-def solve(state: MoIState, runtime: Runtime[MoIContext]) -> dict:
+def solve(state: MoIState, runtime: Runtime[MoIContext]) -> MoIUpdate:
     """Eq. 4: separate position bias w from utility u; the documents become the candidates by u."""
     ctx = context(runtime)
     perms = [tuple(p) for p in state.get("permutations") or []]
@@ -155,8 +161,8 @@ def solve(state: MoIState, runtime: Runtime[MoIContext]) -> dict:
 
 
 @traced
-def rerank_moi(state: MoIState, runtime: Runtime[MoIContext]) -> dict:
-    """permute → score → solve in one node, for graphs that want MoI as a drop-in reranker.
+def rerank_moi(state: MoIState, runtime: Runtime[MoIContext]) -> MoIUpdate:
+    """Permute → score → solve in one node, for graphs that want MoI as a drop-in reranker.
 
     Reads ``candidates`` (or, when absent, ``documents``) and writes the reranked ``documents``.
     """
@@ -174,7 +180,7 @@ def rerank_moi(state: MoIState, runtime: Runtime[MoIContext]) -> dict:
 
 
 @traced
-def shuffle(state: MoIState, runtime: Runtime[MoIContext]) -> dict:
+def shuffle(state: MoIState, runtime: Runtime[MoIContext]) -> MoIUpdate:
     """Random-order baseline (Table 1 "Random"): one seeded random ordering of the candidates."""
     ctx = context(runtime)
     candidates = list(state.get("candidates") or [])
@@ -185,9 +191,12 @@ def shuffle(state: MoIState, runtime: Runtime[MoIContext]) -> dict:
 
 
 @traced
-def vote(state: MoIState, runtime: Runtime[MoIContext]) -> dict:
-    """Self-consistency baseline (App. C): answer over every permutation in ONE batched ``generate``
-    (greedy, as the paper decodes), then the majority of the normalized non-empty answers."""
+def vote(state: MoIState, runtime: Runtime[MoIContext]) -> MoIUpdate:
+    """Self-consistency baseline (App. C): answer over every permutation, then take the majority.
+
+    All permutations are answered in ONE batched ``generate`` (greedy, as the paper decodes); the majority is
+    that of the normalized non-empty answers.
+    """
     ctx = context(runtime)
     question = question_of(state)
     candidates = list(state.get("candidates") or [])

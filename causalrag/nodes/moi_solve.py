@@ -1,5 +1,7 @@
-"""MoI's math as pure functions: permutation proposals (§3.2), prefix pruning (§3.3.1) and the
-debiasing solve of Eq. 4 (§3.1). No LLM, no graph: the nodes in ``nodes/moi.py`` call these.
+"""MoI's math as pure functions: permutation proposals, prefix pruning and the debiasing solve.
+
+Proposals are §3.2, pruning §3.3.1 and the solve Eq. 4 (§3.1). No LLM, no graph: the nodes in
+``nodes/moi.py`` call these.
 
 A permutation is a tuple of passage indices into the retriever's ranking (0 = top passage);
 position 0 is the first passage of the scoring prompt.
@@ -60,11 +62,10 @@ def tree_permutations(n: int, budget: int, seed: int = 0, *, shared: int = 1, wi
       ones (one direction, the scale of (w − 1/n)(u − ū), is never identified, whatever the design: see
       :func:`solve_position_bias`). A draw of c that misses it is redrawn (deterministically, from the seed);
     * conditioning — a shared prefix repeats the same passages at the strongest positions (position 0,
-      Fig. 6), so each further shared passage removes distinct observations of them. With n = 5 and
-      |S| = 2n, sharing one passage keeps the Jacobian's condition number below uniform sampling's
-      (median 18 vs 38) and its noisy-recovery accuracy; sharing 2 or 3 multiplies it by 2-6 and loses
-      recovery (Kendall τ to the true u under noise 0.1: 0.71 random, 0.80 one, 0.63 two, 0.51 three shared;
-      ``benchmarks/moi_design.py``). Hence ``shared=1`` by default, which decodes each group's first
+      Fig. 6), so each further shared passage removes distinct observations of them. Sharing one passage
+      keeps the Jacobian better conditioned than uniform sampling's and u at least as well recovered under
+      noise; sharing 2 or 3 worsens both (measured by ``benchmarks/moi_design.py``: docs/performance.md,
+      "Shared prefixes: MoI"). Hence ``shared=1`` by default, which decodes each group's first
       passage once (n passage reads fewer in 2n, 10 % of those scored), deterministically.
 
     Not MoI's default proposal: uniform samples share about as many first passages by chance, and real
@@ -110,8 +111,10 @@ def prune(permutations: Sequence[Permutation], length: int) -> list[Permutation]
 
 
 def with_singletons(permutations: Sequence[Permutation], n: int) -> list[Permutation]:
-    """The orderings plus each of the n passages alone (Eq. 1's pointwise interventions, those not already
-    there) when the orderings alone leave w and u unidentified; else the orderings as they are.
+    """The orderings plus each of the n passages alone when the orderings leave w and u unidentified.
+
+    The passages alone are Eq. 1's pointwise interventions (those not already there); an identifiable design
+    is returned as it is.
 
     Orderings of all n passages (or cyclic shifts) leave the sign and scale of u to the solver's prior
     (:func:`solve_position_bias`); a passage scored alone observes its utility at the first position
@@ -131,6 +134,8 @@ def default_budget(n: int) -> int:
 # --------------------------------------------------------------------------- solve (§3.1, Eq. 4)
 @dataclass
 class Solution:
+    """The fit of Eq. 4: position weights w, passage utilities u, and how well and how surely they fit."""
+
     weights: list[float]
     """w_j, one per position (Σ w = 1, w ≥ 0): the model's position bias."""
     utilities: list[float]
@@ -147,13 +152,16 @@ class Solution:
 def position_prior(width: int) -> np.ndarray:
     """w₀ ∝ 1/(j+1): front-heavy position weights, the shape of the paper's Fig. 6."""
     prior = 1.0 / np.arange(1, width + 1)
-    return prior / prior.sum()
+    weights: np.ndarray = prior / prior.sum()
+    return weights
 
 
 def design_jacobian(perms: Sequence[Permutation], w: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """The Jacobian of Eq. 4's scores by (w, u) at the point (w, u), one row per ordering, and the
-    constraint Σ w = 1 as a last row: its rank counts the identifiable directions, its condition number
-    how much noise on the scores the fit amplifies."""
+    """The Jacobian of Eq. 4's scores by (w, u) at the point (w, u), with the constraint Σ w = 1 as a last row.
+
+    One row per ordering. Its rank counts the identifiable directions, its condition number how much noise on
+    the scores the fit amplifies.
+    """
     width, n = len(w), len(u)
     rows = []
     for p in perms:
@@ -232,10 +240,12 @@ def solve_position_bias(
         return value, np.concatenate([grad_w, grad_u])
 
     def excess_weight(x: np.ndarray) -> float:  # Σ w − 1, held at zero
-        return x[:width].sum() - 1.0
+        excess: float = x[:width].sum() - 1.0
+        return excess
 
     def excess_weight_grad(x: np.ndarray) -> np.ndarray:
-        return np.r_[np.ones(width), np.zeros(n)]
+        grad: np.ndarray = np.r_[np.ones(width), np.zeros(n)]
+        return grad
 
     if width == 1:  # one position: Eq. 4 reduces to u = the mean score (pointwise Bayes saliency)
         result_x, ok = np.concatenate([[1.0], u0]), True

@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, cast
 
 import numpy as np
 from langchain_core.documents import Document
@@ -59,7 +59,18 @@ from causalrag.nodes.common import (
 )
 from causalrag.nodes.evidence import most_confirmed, read_cached
 from causalrag.prompts import retro as prompts
-from causalrag.state.retro import Consistency, RetroContext, RetroState, Round
+from causalrag.state.base import ChoiceRecord
+from causalrag.state.retro import (
+    Consistency,
+    GateScore,
+    JudgedInference,
+    RetroContext,
+    RetroState,
+    RetroUpdate,
+    Round,
+    StopReason,
+    YesScore,
+)
 from causalrag.text import (
     clean_answer,
     f1_score,
@@ -68,7 +79,7 @@ from causalrag.text import (
     normalize_answer,
     same_answer,
 )
-from causalrag.tools.backends.base import LLM, softmax
+from causalrag.tools.backends.base import LLM, Choice, softmax
 from causalrag.tools.encoders import cosine_matrix
 
 _CONNECTORS = {"of", "van", "von", "de", "der", "du", "la", "le", "the"}
@@ -113,22 +124,27 @@ def key_entities(question: str) -> list[str]:
 
 
 def passage_text(doc: Document) -> str:
+    """The passage as the prompts show it: ``title: text`` (the text alone when it has no title)."""
     title = doc.metadata.get("title")
     return f"{title}: {doc.page_content}" if title else doc.page_content
 
 
 def content_words(text: str) -> set[str]:
+    """The text's normalized words, stopwords and question words left out."""
     return {w for w in normalize_answer(text).split() if w not in _STOPWORDS}
 
 
 def calibrate(p: float, neutral: float) -> float:
     """Contextual calibration: remove the prompt's prior log-odds of "yes" (measured on a content-free input)."""
-    clip = lambda x: min(1 - 1e-4, max(1e-4, x))  # noqa: E731
+
+    def clip(x: float) -> float:
+        return min(1 - 1e-4, max(1e-4, x))
+
     logit = math.log(clip(p) / (1 - clip(p))) - math.log(clip(neutral) / (1 - clip(neutral)))
     return 1 / (1 + math.exp(-logit))
 
 
-def judge(raw: float, neutral: float, agreement: float, mode: str) -> Consistency:
+def judge(raw: float, neutral: float, agreement: float, mode: YesScore) -> Consistency:
     """One judgment: the raw and calibrated yes-probabilities, the text agreement, the score used."""
     cal = calibrate(raw, neutral)
     score = {"raw": raw, "calibrated": cal, "combined": 0.5 * (cal + agreement)}[mode]
@@ -171,6 +187,7 @@ def new_entities(texts: Sequence[str], question: str) -> list[str]:
 
 
 def zscore(x: np.ndarray) -> np.ndarray:
+    """(x − mean) / std; zeros when x has one value or no spread."""
     return (x - x.mean()) / x.std() if len(x) > 1 and x.std() > 1e-9 else np.zeros_like(x)
 
 
@@ -183,21 +200,26 @@ def match_scores(ctx: RetroContext, query: str, texts: Sequence[str]) -> list[fl
     """
     if not texts:
         return []
+    scores: list[float]
     if ctx.matching == "dense":
-        return cosine_matrix([query], list(texts))[0].astype(float).round(4).tolist()
+        scores = cosine_matrix([query], list(texts))[0].astype(float).round(4).tolist()
+        return scores
     llm = np.array(llm_of(ctx).yes_probability([prompts.relevance_prompt(t, query) for t in texts]))
     if ctx.matching == "llm":
-        return llm.round(4).tolist()
+        scores = llm.round(4).tolist()
+        return scores
     dense = cosine_matrix([query], list(texts))[0].astype(float)
-    return ((zscore(llm) + zscore(dense)) / 2).round(4).tolist()
+    scores = ((zscore(llm) + zscore(dense)) / 2).round(4).tolist()
+    return scores
 
 
-def top(items: Sequence, scores: Sequence[float], n: int) -> list[int]:
+def top(items: Sequence[object], scores: Sequence[float], n: int) -> list[int]:
     """Indices of the ``n`` best-scored items (stable: ties keep their order)."""
     return sorted(range(len(items)), key=lambda i: -scores[i])[:n]
 
 
 def with_score(doc: Document, score: float) -> Document:
+    """A copy of ``doc`` scored ``score``, its retrieval score kept as ``retrieval_score``."""
     meta = dict(doc.metadata)
     meta.setdefault("retrieval_score", meta.get("score"))
     meta["score"] = float(score)
@@ -206,7 +228,7 @@ def with_score(doc: Document, score: float) -> Document:
 
 # --------------------------------------------------------------------------- nodes
 @traced
-def collate(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
+def collate(state: RetroState, runtime: Runtime[RetroContext]) -> RetroUpdate:
     """Evidence collation (Eq. 2): retrieve with q_s^(L-1), score E_s^(L-1) ∪ D_C^(L) against q_m^(L), keep top N.
 
     D_C^(L) is the top ``retrieve_k`` passages not already held (re-retrieving held passages adds
@@ -238,7 +260,7 @@ def collate(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
     kept_ids = {d.id for d in kept}
     dropped = [d.metadata.get("title", d.id) for d in held if d.id not in kept_ids]
     emit_evidence(runtime, "collate", kept, iteration=iteration, query=search, new=len(new), dropped=dropped)
-    update = {
+    update: RetroUpdate = {
         "iteration": iteration,
         "search_query": search,
         "matching_query": matching,
@@ -253,9 +275,11 @@ def collate(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
 
 
 @traced
-def discover(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
-    """Evidence discovery (Eq. 3–4): deduce e_ic about k from E_s^(L), keep those with s_qr > 0.5
-    and s_ra > 0.5, merge with E_i^(L-1), score against q with S_e, keep the top K.
+def discover(state: RetroState, runtime: Runtime[RetroContext]) -> RetroUpdate:
+    """Evidence discovery (Eq. 3–4): deduce e_ic about k from E_s^(L) and keep the best that pass both gates.
+
+    The inferences with s_qr > 0.5 and s_ra > 0.5 are merged with E_i^(L-1), scored against q with S_e, and
+    the top K kept.
 
     One generation (M_IE) and one batched ``yes_probability`` call for both gates of every
     candidate and their two content-free prompts; then S_e over E_i^(L-1) ∪ passed. M_ra reads the
@@ -276,8 +300,7 @@ def discover(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
     seen = {normalize_answer(p) for p in previous} | {normalize_answer(question)}
     candidates = [f for f in prompts.parse_facts(completion, ctx.max_inferences) if normalize_answer(f) not in seen]
     if judge_of(ctx) == "score":
-        judged = scored_gates(llm, candidates, sources, matching)
-        return _discovered(state, runtime, ctx, judged, previous, completion)
+        return _discovered(state, runtime, ctx, scored_gates(llm, candidates, sources, matching), previous, completion)
     gates = [prompts.question_relevance_prompt(c, previous, matching) for c in candidates]
     gates += [prompts.attribution_prompt(c, best_source(c, sources)) for c in candidates]
     gates += [prompts.question_relevance_prompt(prompts.CONTENT_FREE, previous, matching),
@@ -286,7 +309,7 @@ def discover(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
     n = len(candidates)
     # QR's text side mirrors M_qr, which reads q_m knowing E_i^(L-1): closest of q_m and the known inferences
     relevance = cosine_matrix(candidates, [matching, *previous]).max(axis=1) if candidates else []
-    judged = [
+    judged: list[JudgedInference] = [
         {"fact": c,
          "qr": judge(yes[i], yes[2 * n], float(relevance[i]), ctx.yes_score),
          "ra": judge(yes[n + i], yes[2 * n + 1], support(c, sources), ctx.yes_score)}
@@ -299,10 +322,10 @@ def _discovered(
     state: RetroState,
     runtime: Runtime[Any],
     ctx: RetroContext,
-    judged: list[dict[str, Any]],
+    judged: list[JudgedInference],
     previous: list[str],
     completion: str,
-) -> dict[str, Any]:
+) -> RetroUpdate:
     """Keep the inferences that pass both gates, merge with E_i^(L-1), score against q with S_e, keep the top K."""
     passed = [
         j["fact"] for j in judged if j["qr"]["score"] > ctx.gate_threshold and j["ra"]["score"] > ctx.gate_threshold
@@ -314,7 +337,8 @@ def _discovered(
     else:
         scores, kept = [], pool
     emit(runtime, "inferences", "discover", iteration=state.get("iteration", 1), candidates=judged, kept=kept)
-    uninformative = sum(bool(j[g].get("uninformative")) for j in judged for g in ("qr", "ra"))
+    gates: tuple[Literal["qr", "ra"], ...] = ("qr", "ra")
+    uninformative = sum(bool(j[g].get("uninformative")) for j in judged for g in gates)
     return {
         "inferential_evidence": kept,
         "trace": [
@@ -332,7 +356,9 @@ def _discovered(
     }
 
 
-def scored_gates(llm: LLM, facts: Sequence[str], sources: Sequence[Document], matching: str) -> list[dict]:
+def scored_gates(
+    llm: LLM, facts: Sequence[str], sources: Sequence[Document], matching: str
+) -> list[JudgedInference]:
     """s_ra and s_qr of every inference as likelihood gains over a content-free input, in one ``choose`` call.
 
     s_ra: the inference read after its best source passage vs after "N/A"; s_qr: the matching query
@@ -347,12 +373,15 @@ def scored_gates(llm: LLM, facts: Sequence[str], sources: Sequence[Document], ma
         [[f] for f in facts] + [[matching]] * len(facts),
         neutral=[prompts.claim_prompt([])] * len(facts) + [prompts.helps_prompt(prompts.CONTENT_FREE)] * len(facts),
     )
-    gate = lambda c: {"gain": round(c.scores[0], 4), "score": round(1 / (1 + math.exp(-c.scores[0])), 4)}  # noqa: E731
+
+    def gate(c: Choice) -> GateScore:
+        return {"gain": round(c.scores[0], 4), "score": round(1 / (1 + math.exp(-c.scores[0])), 4)}
+
     return [{"fact": f, "ra": gate(choices[i]), "qr": gate(choices[len(facts) + i])} for i, f in enumerate(facts)]
 
 
 @traced
-def answer_from_evidence(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
+def answer_from_evidence(state: RetroState, runtime: Runtime[RetroContext]) -> RetroUpdate:
     """Answerer: chain-of-thought (a, r) at low temperature (M_C) and a direct answer a_sc at temperature 1.0 (M_D).
 
     The CoT completion streams token by token when greedy. If it has no "Answer:" line, the
@@ -379,7 +408,7 @@ def answer_from_evidence(state: RetroState, runtime: Runtime[RetroContext]) -> d
         )
     reasoning, final = prompts.split_cot(completion)
     fallback = final is None
-    if fallback:
+    if final is None:
         final = clean_answer(llm.generate([f"{cot} {reasoning}\nAnswer:"], max_new_tokens=ctx.max_new_tokens,
                                           stop=prompts.LINE_STOP)[0][0])
     iteration = state.get("iteration", 1)
@@ -403,15 +432,18 @@ def answer_from_evidence(state: RetroState, runtime: Runtime[RetroContext]) -> d
 
 def scored_answer(
     state: RetroState, runtime: Runtime[Any], ctx: RetroContext, sources: list[Document], facts: list[str]
-) -> dict:
-    """a: the most reliable of the answers the sources give read alone (each passage is read once per
-    run and remembered in ``read``) and M_D's own greedy answer over E_s and E_i (a bridge answer no
-    single source gives): cross-source confirmation first, M_D's scored choice among equally confirmed
-    answers. s_sc: the choice's mass on a; a_sc: one seeded temperature-``sc_temperature`` draw from it.
+) -> RetroUpdate:
+    """The scored answer a, its reasoning r, and the choice that gives s_sc and a_sc.
+
+    a is the most reliable of the answers the sources give read alone (each passage is read once per run and
+    remembered in ``read``) and M_D's own greedy answer over E_s and E_i (a bridge answer no single source
+    gives): cross-source confirmation first, M_D's scored choice among equally confirmed answers. s_sc is the
+    choice's mass on a; a_sc one seeded temperature-``sc_temperature`` draw from it.
 
     Read jointly, the 270M model follows a conflicting E_s's blend, which is why Astute and CF-RAG
     vote this way too. A self-consistency score that stays M_D's own keeps the paper's loop: a voted
-    a that M_D doubts sends the question round again."""
+    a that M_D doubts sends the question round again.
+    """
     question, llm = question_of(state), llm_of(ctx)
     held, read = read_cached(llm, question, sources, state.get("read") or {})
     direct = prompts.direct_prompt(question, sources, facts)
@@ -441,7 +473,7 @@ def scored_answer(
         "answer": final,
         "reasoning": reasoning,
         "sc_answer": sc_answer,
-        "sc_choice": choice.as_dict(),
+        "sc_choice": cast(ChoiceRecord, choice.as_dict()),
         "read": read,
         "trace": [
             {
@@ -465,7 +497,7 @@ def consistency_mass(final: str, choice: Mapping[str, Any]) -> float:
 
 
 @traced
-def check(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
+def check(state: RetroState, runtime: Runtime[RetroContext]) -> RetroUpdate:
     """Answer evaluation (Eq. 1): s_sc from M_sc; stop when s_sc > t or after ``max_iterations``.
 
     An empty a or a_sc cannot be consistent: s_sc = 0 without an LLM call (``empty_answer``).
@@ -488,7 +520,9 @@ def check(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
     else:
         verdict = {"raw": None, "calibrated": None, "agreement": 0.0, "score": 0.0, "uninformative": False}
     score = verdict["score"]
-    reason = "consistent" if score > ctx.threshold else "max_iterations" if iteration >= ctx.max_iterations else ""
+    reason: StopReason = (
+        "consistent" if score > ctx.threshold else "max_iterations" if iteration >= ctx.max_iterations else ""
+    )
     emit(runtime, "score", "check", iteration=iteration, sc=verdict, stop=reason)
     output = last_answer(final, score, sc_answer, state.get("rounds") or []) if reason else final
     if reason:
@@ -520,11 +554,13 @@ def check(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
 
 
 def last_answer(final: str, score: float, sc_answer: str, rounds: Sequence[Round]) -> str:
-    """The run's output when the loop stops: a consistent a as it is; when the budget ran out, the a of the
-    most self-consistent iteration (the latest on ties). The paper leaves this open; later iterations
-    read re-queried, less direct evidence, and its Figure 4 shows over-reasoning as they grow, so the
-    answer the model was surest of stands rather than simply the last. With no answer at all, this
-    iteration's a_sc — a run that wrote any answer returns one."""
+    """The run's output when the loop stops: a consistent a as it is; else the most self-consistent one.
+
+    When the budget ran out, the a of the most self-consistent iteration (the latest on ties) stands. The paper
+    leaves this open; later iterations read re-queried, less direct evidence, and its Figure 4 shows
+    over-reasoning as they grow, so the answer the model was surest of stands rather than simply the last.
+    With no answer at all, this iteration's a_sc: a run that wrote any answer returns one.
+    """
     tried = [(r["sc"]["score"], r["answer"]) for r in rounds] + [(score, final)]
     answered = [(sc, a) for sc, a in tried if normalize_answer(a)]
     if not answered:
@@ -533,7 +569,7 @@ def last_answer(final: str, score: float, sc_answer: str, rounds: Sequence[Round
 
 
 @traced
-def requery(state: RetroState, runtime: Runtime[RetroContext]) -> dict:
+def requery(state: RetroState, runtime: Runtime[RetroContext]) -> RetroUpdate:
     """Re-query generator G_R (Eq. 5): q_s^(L) from (E_s^(L), E_i^(L), r, q).
 
     A query that is empty, repeats the last query, or adds no word to the question targets no

@@ -12,12 +12,15 @@ from typing import Required, TypedDict
 
 from langchain_core.documents import Document
 
-from causalrag.state.base import JudgedContext, OutputState, ReadingRecord, ReadState
+from causalrag.state.base import JudgedContext, OutputState, ReadingRecord, ReadState, ReadUpdate
 
 
 class Group(TypedDict, total=False):
-    """⟨Dⱼ, Sⱼ⟩: one consolidated passage (§3.4). A round that answers as it groups (the combined step, a scored
-    round) also names the group's ``answer``; a final group (a *candidate*, §3.5) has its ``confidence`` too."""
+    """⟨Dⱼ, Sⱼ⟩: one consolidated passage (§3.4).
+
+    A round that answers as it groups (the combined step, a scored round) also names the group's ``answer``; a
+    final group (a *candidate*, §3.5) has its ``confidence`` too.
+    """
 
     sources: Required[list[str]]
     """Source labels: ``ext i`` (the i-th retrieved passage) or ``int i`` (the i-th passage from memory)."""
@@ -40,6 +43,8 @@ class SourceReading(ReadingRecord):
 
 
 class AstuteState(ReadState):
+    """Astute RAG's state: the passages from memory, the labelled pool, its groups round by round, the candidates."""
+
     internal: list[Document]
     """I: the passages the model wrote from its own memory (§3.3), empty when it abstained."""
 
@@ -57,6 +62,19 @@ class AstuteState(ReadState):
     """The final groups with one answer and a confidence each (§3.5)."""
     chosen: int
     """Index into ``candidates`` of the answer selected as most reliable (-1: none)."""
+
+
+class AstuteUpdate(ReadUpdate, total=False):
+    """What an Astute RAG node writes: any keys of :class:`AstuteState` (the rounds write overlapping ones)."""
+
+    internal: list[Document]
+    pool: list[Document]
+    groups: list[Group]
+    readings: list[SourceReading]
+    iteration: int
+    converged: bool
+    candidates: list[Candidate]
+    chosen: int
 
 
 class AstuteOutput(OutputState, total=False):

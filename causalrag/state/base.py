@@ -27,18 +27,40 @@ else:
     LLM = Store = Any
 
 
+TraceEntry = dict[str, Any]
+"""One node run's record in ``trace``: ``node``, ``seconds``, ``llm_calls``, ``prompt_tokens``, ``new_tokens`` and
+``forward_passes`` (and ``budget_dropped``/``budget_trimmed`` when passages were left out to fit the window), written
+by :func:`causalrag.nodes.common.traced`, plus the figures the node reports itself (JSON-ready values by name)."""
+
+
 class InputState(TypedDict):
+    """What every graph takes: the question."""
+
     question: str
 
 
 class OutputState(TypedDict):
+    """What every graph returns: the answer, the evidence it used, and one trace entry per node run."""
+
     answer: str
     documents: list[Document]
-    trace: Annotated[list[dict], operator.add]
+    trace: Annotated[list[TraceEntry], operator.add]
 
 
 class RAGState(InputState, OutputState):
     """Base graph state; methods subclass it with their intermediate evidence."""
+
+
+class RAGUpdate(TypedDict, total=False):
+    """What a node writes into :class:`RAGState`: any of its keys (LangGraph merges a node's return value).
+
+    A node's ``trace`` holds one entry with its own figures; :func:`causalrag.nodes.common.traced` adds its
+    time and LLM usage, and the state's reducer appends the entry to the run's trace.
+    """
+
+    answer: str
+    documents: list[Document]
+    trace: list[TraceEntry]
 
 
 @dataclass(kw_only=True)
@@ -70,6 +92,7 @@ class RAGContext:
     """Token budget of the final short answer."""
 
     def __new__(cls, *args: Any, **fields: Any) -> Self:
+        """A context that remembers which fields its caller named (an unknown name is one sentence's error)."""
         unknown = sorted(set(fields) - {f.name for f in dataclasses.fields(cls)})
         if unknown:  # e.g. context={"kk": 3}: one sentence rather than __init__'s TypeError
             raise UnknownParameterError(cls.__name__, unknown, sorted(f.name for f in dataclasses.fields(cls)))
@@ -85,12 +108,15 @@ class RAGContext:
 
     def named(self) -> frozenset[str]:
         """The fields a caller chose: the constructor's keyword arguments and any field assigned since."""
-        return self.__dict__.get("_named", frozenset())
+        named: frozenset[str] = self.__dict__.get("_named", frozenset())
+        return named
 
     def over(self, base: RAGContext) -> RAGContext:
-        """A context of ``base``'s class: this one's named fields over ``base``'s values (remembered per
-        ``base``, so every node of a run sees the same object)."""
-        kept = self.__dict__.get("_over")
+        """A context of ``base``'s class: this one's named fields over ``base``'s values.
+
+        The merged context is remembered per ``base``, so every node of a run sees the same object.
+        """
+        kept: tuple[RAGContext, RAGContext] | None = self.__dict__.get("_over")
         if kept is not None and kept[0] is base:
             return kept[1]
         known = {f.name for f in dataclasses.fields(base) if f.init}
@@ -150,6 +176,13 @@ class ReadState(RAGState):
 
     read: NotRequired[dict[str, ReadingRecord]]
     """Each passage's reading alone, by id: read once per run, reused by every later step."""
+
+
+class ReadUpdate(RAGUpdate, total=False):
+    """What a node writes into :class:`ReadState`: any of its keys, the readings made so far among them."""
+
+    read: dict[str, ReadingRecord]
+    """Each passage's reading alone, by id (the readings passed in, plus any this node made)."""
 
 
 class ReadInput(InputState, total=False):

@@ -12,7 +12,12 @@ from typing import Annotated, Literal, NotRequired, Required, TypedDict
 
 from langchain_core.documents import Document
 
-from causalrag.state.base import JudgedContext, OutputState, ReadingRecord, ReadState
+from causalrag.state.base import JudgedContext, OutputState, ReadingRecord, ReadState, ReadUpdate
+
+Verdict = Literal[
+    "empty", "repeats the question", "off topic", "duplicate", "spare", "no quick answer", "same answer"
+]
+"""Why a counterfactual query was rejected (:func:`causalrag.nodes.cf_rag.screen` and ``validate``)."""
 
 
 class Counterfactual(TypedDict, total=False):
@@ -25,7 +30,7 @@ class Counterfactual(TypedDict, total=False):
     """1, or 2 when it was regenerated after the first attempt of its type failed."""
     similarity: float
     """cos(q, q') (Eq. 2)."""
-    verdict: str | None
+    verdict: Verdict | None
     """Why it was rejected (``"off topic"``, ``"same answer"``, ...), or None when it passed."""
     quick_answer: str
     """L(q'): the quick baseline RAG answer to it."""
@@ -76,6 +81,8 @@ def add_or_reset(left: list[Hypothesis] | None, right: list[Hypothesis] | None) 
 
 
 class CFRAGState(ReadState):
+    """CF-RAG's state: the counterfactual queries, the dialectical evidence, the paths and their arbitration."""
+
     counterfactuals: list[Counterfactual]
     """Every candidate q' with its type, similarity, quick-RAG answer, Info score and verdict (§4.1.1)."""
     cf_queries: list[str]
@@ -96,7 +103,24 @@ class CFRAGState(ReadState):
     """HighConsensus({a_j}) (Algorithm 1, line 15): the routing decision."""
 
 
+class CFRAGUpdate(ReadUpdate, total=False):
+    """What a CF-RAG node writes: any keys of :class:`CFRAGState`."""
+
+    counterfactuals: list[Counterfactual]
+    cf_queries: list[str]
+    pool: list[Document]
+    clusters: list[int]
+    samples: list[list[Document]]
+    candidates: list[str]
+    hypotheses: list[Hypothesis] | None
+    """A branch's hypothesis (appended by :func:`add_or_reset`), or None to clear the last question's."""
+    arbitration: list[ScoredHypothesis]
+    consensus: bool
+
+
 class CFRAGOutput(OutputState):
+    """What a run returns: the answer and its evidence, the counterfactuals, the arbitration and the route."""
+
     counterfactuals: list[Counterfactual]
     arbitration: list[ScoredHypothesis]
     consensus: bool
@@ -160,8 +184,8 @@ class CFRAGContext(JudgedContext):
     coherence: Literal["pool", "sample"] = "pool"
     """The evidence φ_coh averages over (Eq. 9). "sample": E_j, each path's own sample, as the paper writes
     it; its score is then volume-invariant (App. C), so a path that drew only the two answer-swapped
-    passages of a pool scores as coherent as one that drew the three correct ones, and on the
-    conflict sets the swapped answer won more often than under standard RAG (issue 30). "pool": the
+    passages of a pool scores as coherent as one that drew the three correct ones, and on conflicting
+    pools the answer-swapped passages win more often than under standard RAG. "pool" (our choice): the
     whole filtered evidence E, so an answer the pool supports more widely is more coherent; φ_causal
     stays per path."""
     lambda1: float = 0.5

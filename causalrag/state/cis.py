@@ -10,18 +10,43 @@ and reranks only where the sources disagree.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypedDict
 
-from causalrag.state.base import OutputState, RAGContext, RAGState
+from causalrag.state.base import OutputState, RAGContext, RAGState, RAGUpdate
+
+
+class CISRow(TypedDict):
+    """One candidate's scores (a row of ``cis_scores``), as its reranked passage's metadata holds them."""
+
+    title: str | None
+    cis: float
+    """CIS(Q → K) = log p(K|Q) − log p(K) (§4.1), or the distilled reranker's estimate of it (§4.2)."""
+    logp_k_given_q: float | None
+    """log p(K|Q); None from the distilled reranker, which has no separate terms."""
+    logp_k: float | None
+    """log p(K); None without the prior (``use_prior=False``) or from the distilled reranker."""
+    first_stage_rank: int
+    """The candidate's rank (1-based) in the first-stage retrieval."""
+    id: str | None
 
 
 class CISState(RAGState, total=False):
-    cis_scores: list[dict]
+    """CIS retrieval's state: every candidate's scores beside the answer and its top-k evidence."""
+
+    cis_scores: list[CISRow]
     """Every candidate's scores, best first: id, title, cis, logp_k_given_q, logp_k, first_stage_rank."""
 
 
+class CISUpdate(RAGUpdate, total=False):
+    """What a CIS node writes: any keys of :class:`CISState`."""
+
+    cis_scores: list[CISRow]
+
+
 class CISOutput(OutputState, total=False):
-    cis_scores: list[dict]
+    """What a run returns: the answer and its evidence, plus every candidate's scores."""
+
+    cis_scores: list[CISRow]
 
 
 @dataclass(kw_only=True)

@@ -1,5 +1,7 @@
-"""State and parameters of MoI, Mixture-of-Intervention reranking (Lee et al., "Inference Scaling
-for Bridging Retrieval and Augmented Generation", ``papers/moi-mixture-of-intervention.md``).
+"""State and parameters of MoI, Mixture-of-Intervention reranking.
+
+Lee et al., "Inference Scaling for Bridging Retrieval and Augmented Generation"
+(``papers/moi-mixture-of-intervention.md``).
 
 The n retrieved passages are scored in several orders (interventions); a constrained least-squares
 fit separates each passage's utility u from the model's position bias w (Eq. 4); the answer step
@@ -13,12 +15,14 @@ from typing import Literal
 
 from langchain_core.documents import Document
 
-from causalrag.state.base import OutputState, RAGContext, RAGState
+from causalrag.state.base import OutputState, RAGContext, RAGState, RAGUpdate
 
 Variant = Literal["moi", "bayes_saliency", "random", "self_consistency"]
 
 
 class MoIState(RAGState, total=False):
+    """MoI's state: the candidates, the orderings scored, their saliency and the fit of position bias and utility."""
+
     candidates: list[Document]
     """The n retrieved passages in the retriever's order (the reference ordering of App. B)."""
     permutations: list[list[int]]
@@ -31,14 +35,29 @@ class MoIState(RAGState, total=False):
     """w_j, the model's position bias (Eq. 4; Σ w = 1)."""
     utilities: list[float]
     """u_i, the debiased utility of ``candidates[i]`` (Eq. 4)."""
-    ranking: list[str]
-    """Passage ids of all n candidates, best first (descending u, or the baseline's order)."""
+    ranking: list[str | None]
+    """Passage ids (``Document.id``) of all n candidates, best first (descending u, or the baseline's order)."""
     votes: dict[str, int]
     """Self-consistency baseline: normalized answer → number of permutations that gave it."""
 
 
+class MoIUpdate(RAGUpdate, total=False):
+    """What a MoI node writes: any keys of :class:`MoIState` (the one-node reranker writes them all)."""
+
+    candidates: list[Document]
+    permutations: list[list[int]]
+    saliency: list[float]
+    log_p_question: float
+    position_weights: list[float]
+    utilities: list[float]
+    ranking: list[str | None]
+    votes: dict[str, int]
+
+
 class MoIOutput(OutputState, total=False):
-    ranking: list[str]
+    """What a run returns: the answer and its evidence, plus the ranking and the fit (or the baseline's votes)."""
+
+    ranking: list[str | None]
     position_weights: list[float]
     utilities: list[float]
     votes: dict[str, int]

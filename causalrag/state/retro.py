@@ -13,12 +13,20 @@ from typing import Annotated, Literal, NotRequired, TypedDict
 
 from langchain_core.documents import Document
 
-from causalrag.state.base import ChoiceRecord, JudgedContext, OutputState, ReadState
+from causalrag.state.base import ChoiceRecord, JudgedContext, OutputState, ReadState, ReadUpdate
+
+YesScore = Literal["combined", "calibrated", "raw"]
+"""How a yes-probability becomes a score (``RetroContext.yes_score``)."""
+StopReason = Literal["consistent", "max_iterations", ""]
+"""Why the loop stopped: s_sc > t (``consistent``), the iteration budget ran out, or ``""`` while it goes on."""
 
 
 class Consistency(TypedDict):
-    """s_sc and how it was reached (Eq. 1): the evaluator's yes-probability, calibrated and combined with a
-    text agreement score, or (scored judgment) the direct answer's probability mass on a."""
+    """s_sc and how it was reached (Eq. 1).
+
+    The evaluator's yes-probability, calibrated and combined with a text agreement score, or (scored judgment)
+    the direct answer's probability mass on a. The discovery gates s_qr and s_ra are judged the same way.
+    """
 
     raw: float | None
     """P(yes)/(P(yes)+P(no)); None when no evaluator was asked (an empty answer, scored judgment)."""
@@ -46,8 +54,31 @@ class Round(TypedDict):
     reasoning: str
     sc_answer: str
     sc: Consistency
-    stop: str
+    stop: StopReason
     """"consistent", "max_iterations", or "" when the loop went on."""
+
+
+class GateScore(TypedDict):
+    """A discovery gate's verdict as a scored judgment: the likelihood gain the evidence brings, and σ of it."""
+
+    gain: float
+    """Mean log-likelihood gain per token over the content-free input."""
+    score: float
+    """σ(gain): the gate passes above ``gate_threshold``."""
+
+
+class JudgedInference(TypedDict):
+    """One inference e_ic with its two discovery gates (Eq. 3)."""
+
+    fact: str
+    qr: Consistency | GateScore
+    """s_qr: does it help answer the question."""
+    ra: Consistency | GateScore
+    """s_ra: is it stated in the source evidence."""
+
+
+class NoChoice(TypedDict):
+    """An empty ``sc_choice``: the scored answer found nothing to choose among (no reading, no written answer)."""
 
 
 class RetroOutput(OutputState):
@@ -58,6 +89,8 @@ class RetroOutput(OutputState):
 
 
 class RetroState(ReadState):
+    """RetroRAG's state: the current iteration's queries, evidence, answers and scores, and every round's record."""
+
     iteration: int
     """L, the current iteration (1-based)."""
     search_query: str
@@ -74,14 +107,32 @@ class RetroState(ReadState):
     """r: the chain-of-thought behind the pseudo-answer a (``answer``)."""
     sc_answer: str
     """a_sc: the self-consistency (direct, temperature 1.0) answer."""
-    sc_choice: ChoiceRecord
+    sc_choice: ChoiceRecord | NoChoice
     """Scored judgment only: the direct answer's choice among the candidate answers (s_sc is its mass on a)."""
     sc_score: float
     """s_sc: the evaluator's agreement score of a and a_sc."""
-    stop_reason: str
+    stop_reason: StopReason
     """"consistent" (s_sc > t), "max_iterations", or "" while the loop goes on."""
     rounds: Annotated[list[Round], operator.add]
     """One record per iteration: query, evidence, inferences, answers, scores (JSON-ready)."""
+
+
+class RetroUpdate(ReadUpdate, total=False):
+    """What a RetroRAG node writes: any keys of :class:`RetroState`."""
+
+    iteration: int
+    search_query: str
+    matching_query: str
+    key_entities: list[str]
+    source_evidence: list[Document]
+    inferential_evidence: list[str]
+    reasoning: str
+    sc_answer: str
+    sc_choice: ChoiceRecord | NoChoice
+    sc_score: float
+    stop_reason: StopReason
+    rounds: list[Round]
+    """This iteration's record (appended to the rounds so far)."""
 
 
 @dataclass(kw_only=True)
@@ -107,7 +158,7 @@ class RetroContext(JudgedContext):
     """Answer-generator temperature (paper: 0.01; 0 is greedy)."""
     sc_temperature: float = 1.0
     """SC-generator temperature (paper: 1.00)."""
-    yes_score: Literal["combined", "calibrated", "raw"] = "combined"
+    yes_score: YesScore = "combined"
     """With ``judge="generate"``: how the evaluators' yes-probabilities become s_sc, s_qr, s_ra: "raw" is
     the paper's P(yes)/(P(yes)+P(no)); "calibrated" contrasts it with a content-free prompt;
     "combined" averages the calibrated probability with a text-agreement score (see ``nodes.retro``)."""

@@ -13,7 +13,7 @@ from typing import Annotated, Literal, NotRequired, TypedDict
 
 from langchain_core.documents import Document
 
-from causalrag.state.base import GroupRecord, JudgedContext, OutputState, ReadState
+from causalrag.state.base import GroupRecord, JudgedContext, OutputState, ReadState, ReadUpdate
 
 Route = Literal["keep", "vote", "knowledge", "focus"]
 Shape = Literal[
@@ -49,8 +49,11 @@ class FocusRecord(TypedDict):
 
 
 class Evidence(TypedDict, total=False):
-    """What the probes saw. Every field is order-free: the same passages in any order give the same record
-    (groups are sorted by size, then answer)."""
+    """What the probes saw.
+
+    Every field is order-free: the same passages in any order give the same record (groups are sorted by size,
+    then answer).
+    """
 
     standard: str
     """The joint reading: standard RAG's answer from the passages together."""
@@ -71,8 +74,11 @@ class Evidence(TypedDict, total=False):
 
 
 def merge_evidence(left: Evidence | None, right: Evidence | None) -> Evidence:
-    """Each probe adds its fields to the record; the first probe's (it names the joint reading, ``standard``)
-    starts a new record, so a thread's next question does not inherit the last one's contrast or focus."""
+    """Reducer of the evidence record: each probe adds its fields to it.
+
+    The first probe's fields (it names the joint reading, ``standard``) start a new record, so a thread's next
+    question does not inherit the last one's contrast or focus.
+    """
     if right is None or "standard" in right:
         return right or Evidence()
     return Evidence(**{**(left or {}), **right})
@@ -102,15 +108,30 @@ class TriageState(ReadState):
     """Astute's passages from memory, on the knowledge route with ``knowledge_with="astute"``."""
 
 
+class TriageUpdate(ReadUpdate, total=False):
+    """What a ``triage`` node writes: any keys of :class:`TriageState` (a probe's ``evidence``: only its fields)."""
+
+    closed_book: str
+    closed_book_confidence: float
+    evidence: Evidence
+    decision: Decision
+    internal: list[Document]
+
+
 class TriageOutput(OutputState, total=False):
+    """What a run returns: the answer and its evidence, the probes' record and the decision."""
+
     evidence: Evidence
     decision: Decision
 
 
 @dataclass(kw_only=True)
 class TriageContext(JudgedContext):
-    """``triage``'s parameters: which mechanism each route runs, and the decision's thresholds (the rules
-    policy, :class:`causalrag.nodes.decide.RulePolicy`; their provenance: docs/results.md, "Tuning record")."""
+    """``triage``'s parameters: which mechanism each route runs, and the decision's thresholds.
+
+    The thresholds make the rules policy (:class:`causalrag.nodes.decide.RulePolicy`); their provenance is
+    docs/results.md, "Tuning record".
+    """
 
     policy: str | None = None
     """How the decision is made: ``rules`` (the thresholds below), ``bundled`` (the policy fitted for the bundled
