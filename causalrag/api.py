@@ -1,5 +1,8 @@
-"""The one-call API: ``answer(question, method=..., collection=...)``, and what a program (such as the
-command line) needs around a graph: the registry, contexts, input checks and a run's results as JSON."""
+"""The one-call API, ``answer(question, method=..., collection=...)``, and what a program needs around a graph.
+
+A program (such as the command line) finds here the registry, contexts, input checks and a run's results
+as JSON.
+"""
 
 from __future__ import annotations
 
@@ -51,7 +54,7 @@ def answer(
     method: str = "standard_rag",
     collection: str = DEMO_COLLECTION,
     **params: Any,
-) -> dict:
+) -> dict[str, Any]:
     """Run ``method`` on ``question``; returns the final state: ``answer``, ``documents``, ``trace``.
 
     ``params`` are the method's tunables (see ``METHODS[method].parameters()``) plus optional
@@ -65,14 +68,20 @@ def answer(
 
 
 def question_text(question: str | bytes | None) -> str:
-    """``question`` as a graph takes it: one clean line (bytes that are not UTF-8 and control characters made
-    harmless), or :class:`~causalrag.errors.EmptyQuestionError` when nothing is left."""
+    """``question`` as a graph takes it: one clean line.
+
+    Bytes that are not UTF-8 and control characters are made harmless; when nothing is left, that is an
+    :class:`~causalrag.errors.EmptyQuestionError`.
+    """
     text = question.decode("utf-8", "replace") if isinstance(question, bytes) else question or ""
     return question_of({"question": readable(text)})
 
 
 def check_fits(question: str, context: RAGContext) -> None:
-    """:class:`~causalrag.errors.QuestionTooLongError` (one sentence) when ``question`` leaves the context's
-    model no room for a method's prompt and answer: checked before any retrieval, not deep in a backend."""
+    """Raise :class:`~causalrag.errors.QuestionTooLongError` when ``question`` cannot fit the context's model.
+
+    The error (one sentence) comes when the question leaves the model no room for a method's prompt and
+    answer; it is checked before any retrieval, not deep in a backend.
+    """
     if question_may_overflow(question):
         check_question(llm_of(context), question)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from langchain_core.documents import Document
 
@@ -39,12 +40,13 @@ class Fitted:
     trimmed: int = 0
     """Passages cut short (only the best one, when it alone overflows)."""
 
-    def trace(self) -> dict:
+    def trace(self) -> dict[str, Any]:
         """Keys for the node's trace entry; empty when every passage fitted whole."""
         return {"budget_dropped": self.dropped, "budget_trimmed": self.trimmed} if self.dropped or self.trimmed else {}
 
 
 def count_tokens(llm: LLM, texts: Sequence[str]) -> list[int]:
+    """Token counts of ``texts`` by the model's tokenizer, or estimated from the text when it has none."""
     counter = getattr(llm, "count_tokens", None)
     return list(counter(texts)) if callable(counter) else estimate_tokens(texts)
 

@@ -1,6 +1,8 @@
-"""Persistent graph state, keyed by thread id: SQLite per ``CAUSALRAG_HOME`` by default, PostgreSQL when
-``CAUSALRAG_CHECKPOINT_URL=postgresql://...`` is set (``langgraph-checkpoint-postgres``; ``pip install
-"causalrag[postgres]"``), so several processes or machines share threads.
+"""Persistent graph state, keyed by thread id: SQLite by default, PostgreSQL when a URL is set.
+
+The SQLite file lives in ``CAUSALRAG_HOME``; with ``CAUSALRAG_CHECKPOINT_URL=postgresql://...``
+(``langgraph-checkpoint-postgres``; ``pip install "causalrag[postgres]"``) several processes or machines
+share threads.
 
 ``causalrag ask ... --thread ID`` stores every step, ``--resume`` continues an interrupted run from
 its last checkpoint, and ``causalrag history --thread ID`` lists the stored steps.
@@ -18,7 +20,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointMetadata
+from langgraph.checkpoint.base import BaseCheckpointSaver, ChannelVersions, Checkpoint, CheckpointMetadata
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from causalrag.config import settings
@@ -28,11 +30,12 @@ POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
 def checkpoint_path() -> Path:
+    """The default SQLite checkpoint file, ``$CAUSALRAG_HOME/checkpoints.sqlite``."""
     return settings().home / "checkpoints.sqlite"
 
 
 @contextmanager
-def checkpointer() -> Iterator[BaseCheckpointSaver]:
+def checkpointer() -> Iterator[BaseCheckpointSaver[Any]]:
     """The configured saver: PostgreSQL at ``CAUSALRAG_CHECKPOINT_URL``, else SQLite in ``CAUSALRAG_HOME``."""
     url = settings().checkpoint_url
     with postgres_checkpointer(url) if url else sqlite_checkpointer() as saver:
@@ -40,7 +43,7 @@ def checkpointer() -> Iterator[BaseCheckpointSaver]:
 
 
 @contextmanager
-def sqlite_checkpointer(path: str | Path | None = None) -> Iterator[BaseCheckpointSaver]:
+def sqlite_checkpointer(path: str | Path | None = None) -> Iterator[BaseCheckpointSaver[Any]]:
     """A LangGraph ``SqliteSaver`` on ``path`` (default ``$CAUSALRAG_HOME/checkpoints.sqlite``)."""
     path = Path(path or checkpoint_path())
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -78,7 +81,7 @@ def _check_url(url: str) -> None:
         )
 
 
-def _postgres():
+def _postgres() -> tuple[Any, Any]:
     try:
         import psycopg
         from langgraph.checkpoint.postgres import PostgresSaver
@@ -91,9 +94,11 @@ def _postgres():
 
 
 @contextmanager
-def postgres_checkpointer(url: str) -> Iterator[BaseCheckpointSaver]:
-    """A LangGraph ``PostgresSaver`` on ``url`` (its tables created on first use); a server that is down
-    or refuses the login is one sentence."""
+def postgres_checkpointer(url: str) -> Iterator[BaseCheckpointSaver[Any]]:
+    """A LangGraph ``PostgresSaver`` on ``url``, its tables created on first use.
+
+    A server that is down or refuses the login is one sentence.
+    """
     _check_url(url)
     psycopg, PostgresSaver = _postgres()
     from psycopg.rows import dict_row
@@ -115,8 +120,10 @@ def postgres_checkpointer(url: str) -> Iterator[BaseCheckpointSaver]:
 
 @asynccontextmanager
 async def server_checkpointer() -> AsyncIterator[Any]:
-    """An ``AsyncPostgresSaver`` on ``CAUSALRAG_CHECKPOINT_URL`` for LangGraph's API server (its custom
-    checkpointer hook enters this once at start-up and leaves it at shutdown)."""
+    """An ``AsyncPostgresSaver`` on ``CAUSALRAG_CHECKPOINT_URL`` for LangGraph's API server.
+
+    The server's custom checkpointer hook enters this once at start-up and leaves it at shutdown.
+    """
     url = settings().checkpoint_url
     if not url:
         raise CausalRAGError("The server's checkpointer is PostgreSQL: set CAUSALRAG_CHECKPOINT_URL=postgresql://USER:PASSWORD@HOST:PORT/DATABASE.")
@@ -132,10 +139,19 @@ async def server_checkpointer() -> AsyncIterator[Any]:
     except psycopg.Error as exc:
         raise _postgres_error(url, exc) from exc
     class ServerPostgresSaver(AsyncPostgresSaver):
-        """LangGraph's server copies every ``configurable`` value into a checkpoint's metadata, the
-        context object ``build_graph`` binds among them; metadata is JSON, so such values are left out."""
+        """An ``AsyncPostgresSaver`` that stores only the JSON values of a checkpoint's metadata.
 
-        async def aput(self, config, checkpoint, metadata, new_versions):
+        LangGraph's server copies every ``configurable`` value into a checkpoint's metadata, the
+        context object ``build_graph`` binds among them; metadata is JSON, so such values are left out.
+        """
+
+        async def aput(
+            self,
+            config: RunnableConfig,
+            checkpoint: Checkpoint,
+            metadata: CheckpointMetadata,
+            new_versions: ChannelVersions,
+        ) -> RunnableConfig:
             return await super().aput(config, checkpoint, _json_only(metadata), new_versions)
 
     async with conn:
@@ -166,7 +182,7 @@ def thread_config(thread: str, method: str | None = None) -> RunnableConfig:
     return config
 
 
-def thread_method(saver: BaseCheckpointSaver, thread: str) -> str:
+def thread_method(saver: BaseCheckpointSaver[Any], thread: str) -> str:
     """The method a thread was run with (from its latest checkpoint's metadata)."""
     latest = saver.get_tuple(thread_config(thread))
     if latest is None:

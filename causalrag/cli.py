@@ -73,8 +73,11 @@ def _short(text: str, width: int = 110) -> str:
 
 
 def line(*parts: str | tuple[str, str]) -> Text:
-    """A line of our own styled labels and plain data: ``(text, style)`` pairs are ours, bare strings
-    are data (retrieved or generated), shown as they are with control characters neutralized."""
+    """A line of our own styled labels and plain data.
+
+    ``(text, style)`` pairs are ours; bare strings are data (retrieved or generated), shown as they are
+    with control characters neutralized.
+    """
     from causalrag.text import readable
 
     return Text.assemble(*(p if isinstance(p, tuple) else readable(p) for p in parts))
@@ -84,15 +87,20 @@ _C1 = re.compile(r"[\x80-\x9f]")
 
 
 def json_text(payload: Any) -> str:
-    """JSON with every control character escaped: C0 ones always are; C1 ones (8-bit escape codes
-    some terminals obey) are written as \\u0080-\\u009f too, the same data."""
+    r"""JSON with every control character escaped.
+
+    C0 ones always are; C1 ones (8-bit escape codes some terminals obey) are written as \u0080-\u009f
+    too, the same data.
+    """
     text = json.dumps(payload, ensure_ascii=False, indent=2, default=str)
     return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def read_question(question: str | None, question_file: Path | None) -> str | None:
-    """The question from the argument, ``-`` (standard input) or ``--question-file``; bytes that are not
-    UTF-8 (from any of them) are decoded by detection, not rejected."""
+    """The question from the argument, ``-`` (standard input) or ``--question-file``.
+
+    Bytes that are not UTF-8 (from any of them) are decoded by detection, not rejected.
+    """
     from causalrag.tools.store import decode_text
 
     if question_file is not None:
@@ -109,7 +117,7 @@ def read_question(question: str | None, question_file: Path | None) -> str | Non
     return decode_text(os.fsencode(question))  # argv holds undecodable bytes as surrogates: recover them
 
 
-def print_event(event: dict) -> None:
+def print_event(event: dict[str, Any]) -> None:
     """One streamed event as a line (tokens inline)."""
     kind, stage = event.get("type"), str(event.get("stage", ""))
     if kind == "token":
@@ -142,7 +150,7 @@ def run_graph(
     stream: bool,
     checkpointer: Any = None,
     config: RunnableConfig | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """Invoke (or stream, printing as events arrive) and return the final state.
 
     ``question=None`` resumes the thread in ``config`` from its last checkpoint.
@@ -151,7 +159,7 @@ def run_graph(
     inputs = None if question is None else {"question": question}
     if not stream:
         return graph.invoke(inputs, config, context=ctx)
-    final: dict = {}
+    final: dict[str, Any] = {}
     events = graph.stream(inputs, config, context=ctx, stream_mode=["updates", "custom", "values"])
     # with a list of stream modes every event is a (mode, chunk) pair; langgraph's return type does not say so
     for mode, chunk in cast(Iterator[tuple[str, Any]], events):
@@ -169,7 +177,8 @@ def run_graph(
     return final
 
 
-def result_json(state: dict) -> dict:
+def result_json(state: dict[str, Any]) -> dict[str, Any]:
+    """A run's final state as ``--json`` prints it: answer, documents, trace and the summed cost."""
     from causalrag.api import doc_json, summarize_trace
 
     docs = [{k: d[k] for k in ("id", "title", "text", "score")} for d in map(doc_json, state.get("documents", []))]
@@ -319,9 +328,12 @@ def draw(
     out.print(line(f"wrote {out_file}"))
 
 
-def _demo_route(state: dict) -> list[Text]:
-    """The lines under a demo answer: the nodes the question went through, in order, and a routed method's
-    decision (its route and why) when the final state holds one."""
+def _demo_route(state: dict[str, Any]) -> list[Text]:
+    """The lines under a demo answer.
+
+    They show the nodes the question went through, in order, and a routed method's decision (its route and
+    why) when the final state holds one.
+    """
     nodes = [str(e.get("node", "?")) for e in state.get("trace") or []]
     lines = [line(("  path: ", "dim"), " → ".join(nodes) or "–")]
     decision = state.get("decision")
@@ -452,8 +464,11 @@ def distill_cis(
 
 
 def _method_params(methods: list[str], raw: list[str], *, cpu: bool = False) -> dict[str, dict[str, Any]]:
-    """Each chosen method's parameters: its ``cpu_params`` with ``cpu``, then every ``NAME=VALUE`` for
-    each chosen method that has NAME and every ``METHOD.NAME=VALUE`` for that method alone."""
+    """Each chosen method's parameters, from its ``cpu_params`` and the ``-p`` assignments.
+
+    A method starts from its ``cpu_params`` with ``cpu``; then every ``NAME=VALUE`` applies to each chosen
+    method that has NAME, and every ``METHOD.NAME=VALUE`` to that method alone.
+    """
     from causalrag.api import parse_params
 
     chosen = {m: causalrag.METHODS[m] for m in methods}
@@ -567,7 +582,16 @@ def eval_(
     out.print(line(f"{len(mine)} results in {out_dir}; `causalrag report {out_dir}` writes the report and plots."))
 
 
-@app.command()
+@app.command(
+    help="""Fit triage's decision policy for the model in use on dev data; use it with `-p policy=PATH`
+    (or CAUSALRAG_POLICY=PATH).
+
+    Runs triage with every probe and the vote route forced on each question (so every route's answer is
+    known), then fits the rules' thresholds to that model (or, with --kind logistic, a model of each route's
+    gain over standard RAG's answer), and writes the policy and its validation (leave one condition out, and
+    one passage style out when the data has several) beside it as Markdown.
+    """
+)  # given here, not as the docstring, so --help keeps its one-paragraph first line
 def calibrate(
     dataset: Annotated[str, typer.Option(help="Calibration questions (dev data only), e.g. \"robust?split=dev\".")] = (
         "robust?split=dev"
@@ -587,13 +611,9 @@ def calibrate(
     ] = "rules",
     fit_only: Annotated[bool, typer.Option("--fit-only", help="Fit on the --runs folders as they are.")] = False,
 ) -> None:
-    """Fit triage's decision policy for the model in use on dev data; use it with `-p policy=PATH`
-    (or CAUSALRAG_POLICY=PATH).
+    """Fit triage's decision policy for the model in use on dev data.
 
-    Runs triage with every probe and the vote route forced on each question (so every route's answer is
-    known), then fits the rules' thresholds to that model (or, with --kind logistic, a model of each route's
-    gain over standard RAG's answer), and writes the policy and its validation (leave one condition out, and
-    one passage style out when the data has several) beside it as Markdown.
+    The command's ``help`` above (what ``causalrag calibrate --help`` prints) says how.
     """
     from causalrag.eval.calibrate import calibrate as fit
     from causalrag.eval.calibrate import calibration_config
@@ -619,7 +639,12 @@ def calibrate(
     out.print(line(f"wrote {policy_out} and its validation, {policy_out.with_suffix('.md')}"))
 
 
-@app.command()
+@app.command(
+    help="""Decide every question of a calibration run with each policy, on the same evidence records, and write the
+    answers as a run (standard_rag's answer is the joint reading), so that `causalrag report OUT --against
+    standard_rag` pairs them. No model runs: the policies are compared on identical evidence.
+    """
+)  # given here, not as the docstring, so --help keeps its one-paragraph first line
 def replay(
     run: Annotated[Path, typer.Argument(help="A calibration run folder (`causalrag calibrate` makes one).")],
     out_dir: Annotated[Path, typer.Option("--out", help="Folder for the replayed run (then `causalrag report`).")],
@@ -627,9 +652,10 @@ def replay(
         list[str], typer.Option("--policy", help="NAME=POLICY: rules, bundled or a policy file (repeatable).")
     ] = ["rules=rules"],  # noqa: B006 - typer reads the default
 ) -> None:
-    """Decide every question of a calibration run with each policy, on the same evidence records, and write the
-    answers as a run (standard_rag's answer is the joint reading), so that `causalrag report OUT --against
-    standard_rag` pairs them. No model runs: the policies are compared on identical evidence."""
+    """Decide every question of a calibration run with each policy, and write the answers as a run.
+
+    The command's ``help`` above (what ``causalrag replay --help`` prints) says how.
+    """
     from causalrag.eval.calibrate import read_rows
     from causalrag.eval.calibrate import replay as replayed
     from causalrag.eval.conditions import load_examples
@@ -654,8 +680,10 @@ def replay(
 
 
 def _print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]], *, wrap: str | None = None) -> None:
-    """A report section as a simple Rich table, nothing when it has no rows; cells print as plain text, and
-    only the ``wrap`` column folds on a narrow terminal."""
+    """A report section as a simple Rich table, nothing when it has no rows.
+
+    Cells print as plain text, and only the ``wrap`` column folds on a narrow terminal.
+    """
     if not rows:
         return
     from rich import box
@@ -751,6 +779,7 @@ def report(
 
 
 def main() -> None:
+    """The ``causalrag`` entry point: a :class:`~causalrag.errors.CausalRAGError` prints one line and exits 1."""
     try:
         app()
     except CausalRAGError as exc:

@@ -66,6 +66,8 @@ def _headers(name: str, text: str | None) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Settings:
+    """One reading of the ``CAUSALRAG_*`` environment variables, each field with its default."""
+
     home: Path = field(default_factory=lambda: _env_path("CAUSALRAG_HOME", "~/.causalrag"))
     cache: Path = field(default_factory=lambda: _env_path("CAUSALRAG_CACHE", "~/.cache/causalrag"))
     model: str | None = field(default_factory=lambda: os.environ.get("CAUSALRAG_MODEL") or None)
@@ -94,6 +96,7 @@ class Settings:
 
     @property
     def chroma_dir(self) -> Path:
+        """The embedded Chroma store's folder, ``chroma`` in the home."""
         return self.home / "chroma"
 
     @property
@@ -104,6 +107,7 @@ class Settings:
 
     @property
     def model_cache(self) -> Path:
+        """The folder of cached model copies, ``models`` in the cache."""
         return self.cache / "models"
 
 

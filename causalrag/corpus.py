@@ -19,19 +19,23 @@ DATA = Path(str(files("causalrag") / "data"))
 HOTPOTQA = DATA / "hotpotqa-dev-distractor-20.json"
 
 
-def _jsonl(path: Path) -> list[dict]:
+def _jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def demo_questions() -> list[dict]:
-    """Handwritten questions: ``id, question, answers, type, gold_titles, why``, where ``type`` is trap, conflict,
-    bridge, injection or simple."""
+def demo_questions() -> list[dict[str, Any]]:
+    """The handwritten demo questions, one dict each.
+
+    Each has ``id, question, answers, type, gold_titles, why``, where ``type`` is trap, conflict, bridge,
+    injection or simple.
+    """
     return _jsonl(DATA / "demo_questions.jsonl")
 
 
-def hotpotqa_questions() -> list[dict]:
+def hotpotqa_questions() -> list[dict[str, Any]]:
     """The 20 bundled HotpotQA dev questions in the official JSON format."""
-    return json.loads(HOTPOTQA.read_text(encoding="utf-8"))
+    questions: list[dict[str, Any]] = json.loads(HOTPOTQA.read_text(encoding="utf-8"))
+    return questions
 
 
 def demo_passages() -> list[Passage]:
@@ -55,8 +59,11 @@ def open_store(collection: str = DEMO_COLLECTION, **kwargs: Any) -> Store:
 
 
 def default_store(collection: str = DEMO_COLLECTION) -> Store:
-    """The process-wide store of ``collection`` under the current settings (``CAUSALRAG_HOME``, the Chroma
-    server): opened once, the demo collection seeded on first use, and shared by every run that names it."""
+    """The process-wide store of ``collection`` under the current settings.
+
+    The settings are ``CAUSALRAG_HOME`` and the Chroma server; the store is opened once, the demo collection
+    seeded on first use, and shared by every run that names it.
+    """
     return _default_store(collection, settings())
 
 

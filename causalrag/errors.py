@@ -6,19 +6,26 @@ class CausalRAGError(Exception):
 
 
 class EmptyQuestionError(CausalRAGError, ValueError):
+    """The question has no words in it."""
+
     def __init__(self) -> None:
         super().__init__("The question is empty: pass a question with some words in it.")
 
 
 class UnknownMethodError(CausalRAGError, KeyError):
+    """No registered method has this name."""
+
     def __init__(self, name: str, known: list[str]) -> None:
         super().__init__(f"Unknown method {name!r}: choose one of {', '.join(known)} (see `causalrag methods`).")
 
     def __str__(self) -> str:  # KeyError would otherwise quote the message
-        return self.args[0]
+        message: str = self.args[0]
+        return message
 
 
 class UnknownParameterError(CausalRAGError, TypeError):
+    """The method has no parameter of this name."""
+
     def __init__(self, method: str, names: list[str], known: list[str]) -> None:
         super().__init__(
             f"Method {method!r} has no parameter {', '.join(map(repr, names))}: use one of {', '.join(known)}."
@@ -26,6 +33,8 @@ class UnknownParameterError(CausalRAGError, TypeError):
 
 
 class CollectionNotFoundError(CausalRAGError, LookupError):
+    """The named Chroma collection does not exist."""
+
     def __init__(self, name: str, where: str) -> None:
         super().__init__(
             f"Collection {name!r} does not exist in {where}: run `causalrag ingest PATH --collection {name}` first."
@@ -33,6 +42,8 @@ class CollectionNotFoundError(CausalRAGError, LookupError):
 
 
 class EmptyCollectionError(CausalRAGError, LookupError):
+    """The collection exists but holds no passages."""
+
     def __init__(self, name: str) -> None:
         super().__init__(
             f"Collection {name!r} holds no passages: run `causalrag ingest PATH "
@@ -41,6 +52,8 @@ class EmptyCollectionError(CausalRAGError, LookupError):
 
 
 class ModelNotFoundError(CausalRAGError, FileNotFoundError):
+    """A model (the LLM or an embedding model) could not be loaded."""
+
     def __init__(self, spec: str, reason: str = "") -> None:
         detail = f" ({reason})" if reason else ""
         super().__init__(
@@ -50,6 +63,8 @@ class ModelNotFoundError(CausalRAGError, FileNotFoundError):
 
 
 class ScoringUnavailableError(CausalRAGError, NotImplementedError):
+    """The backend cannot compute the log-probabilities a method needs."""
+
     def __init__(self, backend: str, what: str) -> None:
         super().__init__(
             f"The {backend} backend cannot compute {what}: use a local model (the "
@@ -58,6 +73,8 @@ class ScoringUnavailableError(CausalRAGError, NotImplementedError):
 
 
 class UnknownBackendError(CausalRAGError, ValueError):
+    """No LLM backend has this name."""
+
     def __init__(self, name: str, known: list[str]) -> None:
         super().__init__(
             f"Unknown LLM backend {name!r}: choose one of {', '.join(known)} with --backend or CAUSALRAG_BACKEND."
@@ -65,11 +82,15 @@ class UnknownBackendError(CausalRAGError, ValueError):
 
 
 class BackendUnavailableError(CausalRAGError, ImportError):
+    """The chosen LLM backend's package is not installed."""
+
     def __init__(self, backend: str, fix: str) -> None:
         super().__init__(f"The {backend} backend is not installed: run `{fix}` or choose another --backend.")
 
 
 class ServerUnreachableError(CausalRAGError, ConnectionError):
+    """No OpenAI-compatible server is set, or none answers at its URL."""
+
     def __init__(self, url: str | None, reason: str = "") -> None:
         detail = f" ({reason})" if reason else ""
         if url is None:
@@ -82,6 +103,8 @@ class ServerUnreachableError(CausalRAGError, ConnectionError):
 
 
 class ServerRequestError(CausalRAGError, RuntimeError):
+    """The OpenAI-compatible server rejected a request."""
+
     def __init__(self, url: str, status: int, detail: str) -> None:
         super().__init__(
             f"The OpenAI-compatible server at {url} rejected the request (HTTP {status}: {detail[:200]}): check "
@@ -96,16 +119,22 @@ def _shown(value: object, width: int = 60) -> str:
 
 
 class InvalidParameterError(CausalRAGError, ValueError):
+    """A parameter value has the wrong type or range."""
+
     def __init__(self, method: str, name: str, value: object, expected: str) -> None:
         super().__init__(f"Parameter {name}={_shown(value)} of {method} is not valid: give {expected}.")
 
 
 class InvalidAssignmentError(CausalRAGError, ValueError):
+    """A command-line parameter is not written as ``NAME=VALUE``."""
+
     def __init__(self, item: str) -> None:
         super().__init__(f"{_shown(item)} is not NAME=VALUE: write a parameter as -p NAME=VALUE, e.g. -p k=3.")
 
 
 class QuestionTooLongError(CausalRAGError, ValueError):
+    """The question leaves the model no room for a method's prompt and answer."""
+
     def __init__(self, tokens: int, window: int, reserve: int) -> None:
         super().__init__(
             f"The question takes {tokens:,} tokens but the model reads at most {window:,}, "
@@ -115,6 +144,8 @@ class QuestionTooLongError(CausalRAGError, ValueError):
 
 
 class StoreUnreachableError(CausalRAGError, ConnectionError):
+    """No Chroma server answers at ``CAUSALRAG_CHROMA_URL``."""
+
     def __init__(self, url: str, reason: str) -> None:
         super().__init__(
             f"No Chroma server at CAUSALRAG_CHROMA_URL={_shown(url)} ({reason}): start one with `chroma run --path "
@@ -123,6 +154,8 @@ class StoreUnreachableError(CausalRAGError, ConnectionError):
 
 
 class DamagedStoreError(CausalRAGError, RuntimeError):
+    """A Chroma database on disk cannot be used."""
+
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(
             f"The Chroma database {path} cannot be used ({reason}): restore it from a backup, or move it away to start "

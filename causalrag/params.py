@@ -3,7 +3,7 @@
 Each value must have its field's type (``k`` a whole number, ``retrieval`` one of its ``Literal``
 choices, ``discovery`` a true/false) and a sensible range (counts at least 1, thresholds and
 weights between 0 and 1, every number finite), so a wrong value is one sentence naming the fix,
-never a traceback or a silently different run (``k=0`` used to answer closed-book).
+never a traceback or a silently different run (unchecked, ``k=0`` would answer closed-book).
 
 A leaf next to the registry rather than inside it, so nodes can check a ``context={...}`` dict
 given to ``invoke`` too: it imports nothing but the config and the errors.
@@ -93,8 +93,10 @@ def _problem(name: str, value: Any) -> str | None:
 
 
 def check_value(method: str, name: str, kind: Any, value: Any) -> Any:
-    """``value`` as field ``name`` of type ``kind`` takes it (an int for a float field becomes a float), or
-    InvalidParameterError."""
+    """``value`` as field ``name`` of type ``kind`` takes it, or :class:`~causalrag.errors.InvalidParameterError`.
+
+    An int for a float field becomes a float.
+    """
     if name in OBJECTS:
         if value is None or callable(getattr(value, OBJECTS[name], None)):
             return value
@@ -129,8 +131,10 @@ def _fits(base: Any, value: Any) -> bool:
 
 
 def check_params(method: str, context: type, params: dict[str, Any]) -> dict[str, Any]:
-    """Every value in ``params`` checked against ``context``'s field types and ranges (names are checked by the
-    registry)."""
+    """Every value in ``params`` checked against ``context``'s field types and ranges.
+
+    Names are checked by the registry; a name ``context`` does not have is left out here.
+    """
     kinds = field_types(context)
     return {name: check_value(method, name, kinds[name], value) for name, value in params.items() if name in kinds}
 

@@ -17,6 +17,7 @@ import re
 import string
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
@@ -36,8 +37,11 @@ _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def readable(text: str) -> str:
-    """``text`` safe to embed, tokenize and print: bytes that were not UTF-8 (lone surrogates, as
-    ``sys.argv`` carries them) become U+FFFD, and control characters (NUL, ANSI escapes) a space."""
+    """``text`` safe to embed, tokenize and print.
+
+    Bytes that were not UTF-8 (lone surrogates, as ``sys.argv`` carries them) become U+FFFD, and control
+    characters (NUL, ANSI escapes) a space.
+    """
     return _CONTROL.sub(" ", _SURROGATE.sub("\ufffd", str(text)))
 
 
@@ -70,9 +74,10 @@ def f1_score(prediction: str, golds: Sequence[str]) -> float:
 
 # --------------------------------------------------------------------------- parsing
 def clean_answer(text: str) -> str:
-    """First non-empty line, control characters blanked, without an "Answer:" lead, a reason glued on
-    ("… because …"), wrapping quotes or a trailing period; a yes/no sentence ("Yes, both are American.")
-    becomes its yes or no.
+    """The short answer in a model's reply: its first non-empty line, cleaned.
+
+    Control characters are blanked; an "Answer:" lead, a reason glued on ("… because …"), wrapping quotes
+    and a trailing period are dropped; a yes/no sentence ("Yes, both are American.") becomes its yes or no.
 
     Small base models often answer in a sentence or append their reason on the same line; the
     short answer is what EM/F1 and the methods' answer agreement compare.
@@ -108,7 +113,7 @@ def parse_float(text: str, lo: float = float("-inf"), hi: float = float("inf")) 
     return min(hi, max(lo, value))
 
 
-def parse_json_object(text: str) -> dict | None:
+def parse_json_object(text: str) -> dict[str, Any] | None:
     """The first ``{...}`` object in ``text`` that parses as JSON (code fences and chatter allowed)."""
     for m in re.finditer(r"\{", text):
         depth = 0
@@ -137,9 +142,12 @@ def mentions(answer: str, text: str) -> bool:
 
 
 def states(text: str, answer: str, question: str = "") -> bool:
-    """Whether ``text`` states ``answer``: every word the answer adds to the question, stop words aside,
-    occurs in the text (a sentence answer's "Saturn" in "Titan is the moon of Saturn" for "Which planet
-    does the moon Titan orbit?"); an answer that adds no such word must occur as whole words."""
+    """Whether ``text`` states ``answer``.
+
+    Every word the answer adds to the question, stop words aside, must occur in the text (a sentence
+    answer's "Saturn" in "Titan is the moon of Saturn" for "Which planet does the moon Titan orbit?");
+    an answer that adds no such word must occur as whole words.
+    """
     asked = set(normalize_answer(question).split()) | ENGLISH_STOP_WORDS
     added = [w for w in normalize_answer(answer).split() if w not in asked]
     if not added:
@@ -159,16 +167,22 @@ GROUNDED_WORDS = 12
 
 
 def restates(answer: str, question: str) -> bool:
-    """The answer only repeats what the question names (``"the Joker"`` for "Who played the Joker in The Dark
-    Knight?"), so it cannot be the answer; a question that offers its own options ("X or Y?") is exempt."""
+    """Whether the answer only repeats what the question names, so it cannot be the answer.
+
+    ``"the Joker"`` restates "Who played the Joker in The Dark Knight?"; a question that offers its own
+    options ("X or Y?") is exempt.
+    """
     return mentions(answer, question) and not question_options(question)
 
 
 def name_only(answer: str) -> str:
-    """A name without the lowercase words trailing it (``"Michael Keaton as the"`` → ``"Michael Keaton"``,
-    ``"Tom Hardy played the"`` → ``"Tom Hardy"``): a short reply cut mid-phrase keeps its filler, and a
-    length-normalized score favours filler words. Answers that start lowercase (``"carbon dioxide"``)
-    or end on a name or number (``"Heath Ledger as Joker"``) are left as they are."""
+    """A name without the lowercase words trailing it.
+
+    ``"Michael Keaton as the"`` → ``"Michael Keaton"``, ``"Tom Hardy played the"`` → ``"Tom Hardy"``: a
+    short reply cut mid-phrase keeps its filler, and a length-normalized score favours filler words.
+    Answers that start lowercase (``"carbon dioxide"``) or end on a name or number (``"Heath Ledger as
+    Joker"``) are left as they are.
+    """
     words = answer.split()
     if not words or not words[0][:1].isupper():
         return answer
@@ -179,11 +193,14 @@ def name_only(answer: str) -> str:
 
 
 def mention_pattern(answer: str) -> re.Pattern[str]:
-    """Where running text mentions ``answer`` (whole words, any case). A name's mention takes the name's
-    leading words with it where they stand mid-sentence: ``"Steinbeck"`` matches ``"John Steinbeck"`` in
-    "a novella by John Steinbeck", so that swapping the answer for another leaves no "John Ernest
-    Hemingway". A capitalized word at a sentence's start is left alone ("Windy Wellington": it may be an
-    adjective), and a title mid-sentence goes with the name ("Emperor" in "the French Emperor Napoleon")."""
+    """Where running text mentions ``answer`` (whole words, any case).
+
+    A name's mention takes the name's leading words with it where they stand mid-sentence: ``"Steinbeck"``
+    matches ``"John Steinbeck"`` in "a novella by John Steinbeck", so that swapping the answer for another
+    leaves no "John Ernest Hemingway". A capitalized word at a sentence's start is left alone ("Windy
+    Wellington": it may be an adjective), and a title mid-sentence goes with the name ("Emperor" in "the
+    French Emperor Napoleon").
+    """
     core = rf"(?<!\w)(?i:{re.escape(answer.strip())})(?!\w)"
     if answer_kind(answer) != "name":
         return re.compile(core)
@@ -192,17 +209,22 @@ def mention_pattern(answer: str) -> re.Pattern[str]:
 
 
 def answer_kind(answer: str) -> str:
-    """What sort of answer this is: ``number`` (it holds a digit), ``name`` (a capitalized word), else
-    ``phrase`` (``"the architect"``, ``"carbon dioxide"``)."""
+    """What sort of answer this is: ``number``, ``name`` or ``phrase``.
+
+    A ``number`` holds a digit, a ``name`` a capitalized word; anything else is a ``phrase``
+    (``"the architect"``, ``"carbon dioxide"``).
+    """
     if any(c.isdigit() for c in answer):
         return "number"
     return "name" if any(w[:1].isupper() for w in answer.split()) else "phrase"
 
 
 def grounded(answer: str, text: str) -> str | None:
-    """The longest run of ``answer``'s words that ``text`` states (``"carbon dioxide and sunlight"`` →
-    ``"carbon dioxide"`` in a passage naming only the gas), as a :func:`name_only`, or None when it
-    states none of substance."""
+    """The longest run of ``answer``'s words that ``text`` states, as a :func:`name_only`.
+
+    ``"carbon dioxide and sunlight"`` → ``"carbon dioxide"`` in a passage naming only the gas; None when
+    the text states none of substance.
+    """
     words = answer.split()[:GROUNDED_WORDS]
     stated = f" {normalize_answer(text)} "
     for size in range(len(words), 0, -1):
@@ -237,8 +259,10 @@ _NOT_ANSWERS = frozenset(
 
 
 def question_options(question: str) -> list[str]:
-    """The options a question names itself: ``["yes", "no"]`` for a yes/no question, ``[A, B]`` for
-    "…, A or B?"; empty when the answer must come from the evidence."""
+    """The options a question names itself; empty when the answer must come from the evidence.
+
+    ``["yes", "no"]`` for a yes/no question, ``[A, B]`` for "…, A or B?".
+    """
     if m := _EITHER_OR.search(question):
         return [m.group(1).strip(), m.group(2).strip()]
     return ["yes", "no"] if _YES_NO_QUESTION.match(question) else []
@@ -254,14 +278,19 @@ def key_sentences(question: str, text: str, n: int = 2) -> str:
 
 
 def answer_spans(text: str, *, exclude: str = "", limit: int = 12) -> list[str]:
-    """Short answer candidates a passage contains: runs of capitalized words or numbers (with inner
-    "of"/"de"/... joiners), numbers with their unit word, year ranges and quoted titles.
+    """Short answer candidates a passage contains.
+
+    The candidates are runs of capitalized words or numbers (with inner "of"/"de"/... joiners), numbers
+    with their unit word, year ranges and quoted titles.
 
     Spans that the text ``exclude`` (the question) already names are left out: an answer rarely
     repeats its question. A reader then chooses among them; nothing here decides which is right.
     """
     words = _SPAN_WORD.findall(text)
-    capital = lambda w: w[:1].isupper() or w[:1].isdigit()  # noqa: E731
+
+    def capital(w: str) -> bool:
+        return w[:1].isupper() or w[:1].isdigit()
+
     found: list[str] = []
     i = 0
     while i < len(words):

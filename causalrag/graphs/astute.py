@@ -20,6 +20,7 @@ from causalrag.state.base import ReadInput
 
 
 def route_after_pool(state: AstuteState, runtime: Runtime[AstuteContext]) -> Literal["consolidate", "answer_combined"]:
+    """Consolidate when a separate round is left; otherwise go straight to the merged last step (t = 1, combined)."""
     return "consolidate" if context(runtime).consolidation_rounds() > 0 else "answer_combined"
 
 
@@ -34,6 +35,7 @@ def route_after_consolidate(
 
 
 def build() -> StateGraph[AstuteState, AstuteContext, ReadInput, AstuteOutput]:
+    """The uncompiled Astute RAG graph, nodes in Algorithm 1's order."""
     graph = StateGraph(AstuteState, context_schema=AstuteContext, input_schema=ReadInput, output_schema=AstuteOutput)
     graph.add_node("retrieve", retrieve)
     graph.add_node("elicit", elicit)

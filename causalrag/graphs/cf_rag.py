@@ -25,8 +25,10 @@ from causalrag.state.cf_rag import CFRAGContext, CFRAGOutput, CFRAGState, Route
 
 
 def send_hypotheses(state: CFRAGState) -> list[Send]:
-    """Fan out: one ``hypothesize`` branch per evidence sample E_j (Algorithm 1, lines 7-9), with the
-    readings of its passages alone."""
+    """Fan out: one ``hypothesize`` branch per evidence sample E_j (Algorithm 1, lines 7-9).
+
+    Each branch gets the readings of its own passages alone.
+    """
     read = state.get("read") or {}
     return [
         Send(
@@ -49,6 +51,7 @@ def route_after_arbitrate(state: CFRAGState) -> Route:
 
 
 def build() -> StateGraph[CFRAGState, CFRAGContext, ReadInput, CFRAGOutput]:
+    """The uncompiled CF-RAG graph, nodes in Algorithm 1's order."""
     graph = StateGraph(CFRAGState, context_schema=CFRAGContext, input_schema=ReadInput, output_schema=CFRAGOutput)
     graph.add_node("retrieve", retrieve)
     graph.add_node("explore_counterfactuals", explore_counterfactuals)

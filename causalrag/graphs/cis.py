@@ -15,6 +15,7 @@ from causalrag.state.cis import CISContext, CISOutput, CISState
 
 
 def build() -> StateGraph[CISState, CISContext, InputState, CISOutput]:
+    """The uncompiled CIS graph: retrieve candidates, rerank by CIS, answer."""
     graph = StateGraph(CISState, context_schema=CISContext, input_schema=InputState, output_schema=CISOutput)
     graph.add_node("retrieve_candidates", retrieve_candidates)
     graph.add_node("rerank_cis", rerank_cis)

@@ -17,14 +17,17 @@ from causalrag.state.moi import MoIContext, MoIOutput, MoIState
 
 
 def route_after_retrieve(state: MoIState, runtime: Runtime[MoIContext]) -> Literal["permute", "shuffle"]:
+    """The ``random`` baseline shuffles the candidates; every other variant permutes them."""
     return "shuffle" if context(runtime).variant == "random" else "permute"
 
 
 def route_after_permute(state: MoIState, runtime: Runtime[MoIContext]) -> Literal["score", "vote"]:
+    """The ``self_consistency`` baseline votes over the permutations; every other variant scores them."""
     return "vote" if context(runtime).variant == "self_consistency" else "score"
 
 
 def build() -> StateGraph[MoIState, MoIContext, InputState, MoIOutput]:
+    """The uncompiled MoI graph, with the paper's baselines as branches."""
     graph = StateGraph(MoIState, context_schema=MoIContext, input_schema=InputState, output_schema=MoIOutput)
     graph.add_node("retrieve_candidates", retrieve_candidates)
     graph.add_node("permute", permute)

@@ -8,6 +8,7 @@ from causalrag.state.base import InputState, OutputState, RAGContext, RAGState
 
 
 def build() -> StateGraph[RAGState, RAGContext, InputState, OutputState]:
+    """The uncompiled closed-book graph: one ``answer`` node."""
     graph = StateGraph(RAGState, context_schema=RAGContext, input_schema=InputState, output_schema=OutputState)
     graph.add_node("answer", answer)
     graph.add_edge(START, "answer")

@@ -26,6 +26,8 @@ from causalrag.state.base import RAGContext
 
 @dataclass(frozen=True)
 class Method:
+    """A registered method: its name, graph builder, context dataclass and how it is listed."""
+
     name: str
     build: Callable[[], StateGraph[Any, Any, Any, Any]]
     """Returns the uncompiled graph (nodes and edges in the paper's order)."""
@@ -63,6 +65,7 @@ def methods() -> dict[str, Method]:
 
 
 def get_method(name: str) -> Method:
+    """The registered method ``name``; an unknown name is an :class:`~causalrag.errors.UnknownMethodError`."""
     registry = methods()
     if name not in registry:
         raise UnknownMethodError(name, list(registry))
@@ -70,8 +73,10 @@ def get_method(name: str) -> Method:
 
 
 def make_context(name: str, **params: Any) -> RAGContext:
-    """The method's context with ``params`` over the paper's defaults; unknown names and values
-    of the wrong type or range are an error, before any graph runs."""
+    """The method's context with ``params`` over the paper's defaults.
+
+    Unknown names and values of the wrong type or range are an error, before any graph runs.
+    """
     method = get_method(name)
     known = {f.name for f in dataclasses.fields(method.context)}
     unknown = sorted(set(params) - known)

@@ -23,6 +23,7 @@ def route_after_check(state: RetroState) -> Literal["requery", "__end__"]:
 
 
 def build() -> StateGraph[RetroState, RetroContext, ReadInput, RetroOutput]:
+    """The uncompiled RetroRAG graph: the collate → discover → answer → check loop."""
     graph = StateGraph(RetroState, context_schema=RetroContext, input_schema=ReadInput, output_schema=RetroOutput)
     graph.add_node("retrieve", retrieve)
     graph.add_node("collate", collate)

@@ -8,6 +8,7 @@ from causalrag.state.base import InputState, OutputState, RAGContext, RAGState
 
 
 def build() -> StateGraph[RAGState, RAGContext, InputState, OutputState]:
+    """The uncompiled standard RAG graph: ``retrieve`` then ``answer``."""
     graph = StateGraph(RAGState, context_schema=RAGContext, input_schema=InputState, output_schema=OutputState)
     graph.add_node("retrieve", retrieve)
     graph.add_node("answer", answer)

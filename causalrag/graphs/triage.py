@@ -37,8 +37,11 @@ from causalrag.state.triage import TriageContext, TriageOutput, TriageState
 def route_after_reading(
     state: TriageState, runtime: Runtime[TriageContext]
 ) -> Literal["contrast", "focus_probe", "decide_route"]:
-    """Ask the contrast where the decision would weigh a rival answer, the focus probe where the sources
-    scatter (both where they can be asked, with ``probes="all"``); neither when a route is forced."""
+    """Pick the probe the decision needs next after the passages were read alone.
+
+    Ask the contrast where the decision would weigh a rival answer, the focus probe where the sources
+    scatter (both where they can be asked, with ``probes="all"``); neither when a route is forced.
+    """
     ctx = context(runtime)
     policy, every = RulePolicy.of(ctx), every_probe(ctx)
     if ctx.route != "auto" and not every:
@@ -58,8 +61,11 @@ def route_after_contrast(state: TriageState, runtime: Runtime[TriageContext]) ->
 def route_by_decision(
     state: TriageState, runtime: Runtime[TriageContext]
 ) -> Literal["__end__", "answer_confirmed", "vote", "elicit", "trust_knowledge", "answer_focus"]:
-    """The decided route's node. On the knowledge route, Astute's memory passages are written only where no
-    contrast already weighed the answer on the retrieved passages themselves."""
+    """The decided route's node.
+
+    On the knowledge route, Astute's memory passages are written only where no contrast already weighed
+    the answer on the retrieved passages themselves.
+    """
     ctx, route = context(runtime), state["decision"]["route"]
     if route == "keep":
         return "__end__"
@@ -79,8 +85,11 @@ def voter(name: str) -> CompiledStateGraph[Any, Any, Any, Any]:
 
 @traced
 def vote(state: TriageState, runtime: Runtime[TriageContext]) -> dict[str, Any]:
-    """The vote route with ``vote_with`` a paper method: its own graph, run as a subgraph on the passages
-    retrieved here (retrieval restricted to their ids) with the readings made here."""
+    """The vote route with ``vote_with`` a paper method, run as a subgraph.
+
+    The method's own graph runs on the passages retrieved here (its retrieval restricted to their ids),
+    with the readings made here.
+    """
     ctx = context(runtime)
     docs = list(state.get("documents") or [])
     ids = [d.id for d in docs if d.id]
@@ -103,6 +112,7 @@ def vote(state: TriageState, runtime: Runtime[TriageContext]) -> dict[str, Any]:
 
 
 def build() -> StateGraph[TriageState, TriageContext, InputState, TriageOutput]:
+    """The uncompiled triage graph: the probes, the decision, and one node per route."""
     graph = StateGraph(TriageState, context_schema=TriageContext, input_schema=InputState, output_schema=TriageOutput)
     graph.add_node("retrieve", retrieve)
     graph.add_node("recall", recall)

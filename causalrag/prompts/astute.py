@@ -47,7 +47,9 @@ def passage_text(text: str) -> str:
 
 
 def label_of(doc: Document) -> str:
-    return doc.metadata.get("label", "")
+    """The passage's source label (``ext 2``, ``int 1``), empty when it has none."""
+    label: str = doc.metadata.get("label", "")
+    return label
 
 
 def format_pool(pool: Sequence[Document]) -> str:
@@ -72,6 +74,7 @@ def format_groups(groups: Sequence[Group], *, answers: bool = False) -> str:
 
 
 def confidence_out_of_10(group: Group) -> int:
+    """The group's confidence share in [0, 1] as the 0-10 score the prompts show (0 when missing)."""
     return round(10 * float(group.get("confidence") or 0.0))
 
 
@@ -153,8 +156,10 @@ _CONSOLIDATE_TASK = (
 
 
 def pool_block(pool: Sequence[Document], last: Sequence[Group] = ()) -> str:
-    """The head every consolidation round and the combined last step share: task, worked example, the initial
-    passages D₀ (§3.4 and §3.5 both read ⟨D₀,S₀⟩), then the last groups Dⱼ when there are any.
+    """The head every consolidation round and the combined last step share.
+
+    It holds the task, the worked example, the initial passages D₀ (§3.4 and §3.5 both read ⟨D₀,S₀⟩),
+    then the last groups Dⱼ when there are any.
 
     D₀ is the same in every round, so from the second round on (and in the combined step) the cache
     already holds everything up to the earlier groups.
@@ -177,6 +182,8 @@ _LABEL = re.compile(rf"\b({EXTERNAL}|{INTERNAL})\w*\s*#?\s*(\d+)", re.IGNORECASE
 
 @dataclass
 class GroupParse:
+    """The groups parsed from a consolidation reply, and how many labels named no passage."""
+
     groups: list[Group]
     unknown_labels: int
     """Labels the model wrote that name no passage of the pool (dropped)."""
@@ -247,7 +254,7 @@ def propose_prompt(question: str, group: Group, members: Sequence[Document]) -> 
 
 
 def parse_proposal(text: str) -> tuple[str, float | None]:
-    """``" Oslo\\nConfidence: 9"`` → ("Oslo", 0.9); the confidence is None when missing."""
+    r"""``" Oslo\nConfidence: 9"`` → ("Oslo", 0.9); the confidence is None when missing."""
     answer = clean_answer(text.split("\n")[0])
     rest = text[len(text.split("\n")[0]) :]
     m = re.search(r"confidence\s*[:=]?\s*([^\n]*)", rest, re.IGNORECASE)
@@ -295,7 +302,10 @@ def parse_final(text: str) -> str | None:
 
 
 def parse_choice(text: str) -> str | None:
-    """The selection's answer: between the markers, else an ``answer:`` field (small models answer in
-    the group-line format they just read: ``Laleli Mosque | answer: Yes | confidence: 10``)."""
+    """The selection's answer: between the markers, else an ``answer:`` field.
+
+    Small models answer in the group-line format they just read:
+    ``Laleli Mosque | answer: Yes | confidence: 10``.
+    """
     field = re.search(r"\banswer\s*[:=]\s*([^|\n]*)", text, re.IGNORECASE)
     return parse_final(text) or (clean_answer(field.group(1)) or None if field else None)

@@ -84,8 +84,10 @@ def hypothesis_prompt(question: str, documents: Sequence[Document]) -> str:
 
 
 def reading_block(shown: Sequence[Document]) -> str:
-    """The scored reading's prompt (:func:`~causalrag.prompts.common.answer_prompt`, which a scored hypothesis
-    reads) up to its question, with the passages shown in the order given."""
+    """The scored reading's prompt up to its question, with the passages shown in the order given.
+
+    That prompt is :func:`~causalrag.prompts.common.answer_prompt`, which a scored hypothesis reads.
+    """
     return reading_prefix(list(reversed(shown))).removesuffix("Question:")
 
 
@@ -95,7 +97,7 @@ def passage_block(shown: Sequence[Document], *, scored: bool) -> str:
 
 
 def parse_hypothesis(text: str) -> tuple[str, str]:
-    """(answer, rationale) from ``" answer\\nReason: ..."``; missing parts are empty strings."""
+    r"""(answer, rationale) from ``" answer\nReason: ..."``; missing parts are empty strings."""
     head = text.split("\nReason:", 1)[0]
     return clean_answer(head), one_line(between(text, "Reason:", "\n") or "")
 

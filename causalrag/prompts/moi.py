@@ -27,4 +27,5 @@ def saliency_prefix(documents: Sequence[Document]) -> str:
 
 
 def question_continuation(question: str) -> str:
+    """The question as the scored continuation of :func:`saliency_prefix`, its leading space kept."""
     return f" {one_line(question)}"

@@ -101,8 +101,10 @@ def inference_prompt(question: str, entities: Sequence[str], documents: Sequence
 
 
 def parse_facts(text: str, limit: int) -> list[str]:
-    """Bullet lines of the M_IE completion (the first bullet's dash is in the prompt); fragments
-    under three words (a line cut by the token budget) are dropped."""
+    """Bullet lines of the M_IE completion (the first bullet's dash is in the prompt), at most ``limit``.
+
+    Fragments under three words (a line cut by the token budget) and repeats are dropped.
+    """
     facts = []
     for line in text.splitlines():
         fact = one_line(line.lstrip("-*• ").strip())

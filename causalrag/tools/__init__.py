@@ -1,0 +1,1 @@
+"""The tools the graphs' nodes call: models, scorers, the passage store and its indexes."""

@@ -51,8 +51,10 @@ _LIST = 4
 
 
 def check_database(folder: str | Path) -> None:
-    """Raise DamagedStoreError when ``folder``'s ``chroma.sqlite3`` exists but is empty or not SQLite:
-    Chroma would silently start a new, empty database over it."""
+    """Raise DamagedStoreError when ``folder``'s ``chroma.sqlite3`` exists but is empty or not SQLite.
+
+    Chroma would silently start a new, empty database over such a file.
+    """
     db = Path(folder) / "chroma.sqlite3"
     if not db.exists():
         return
@@ -65,16 +67,21 @@ def check_database(folder: str | Path) -> None:
 
 
 def _bad_links(lists: np.ndarray, most: int, nodes: int) -> bool:
-    """Whether any link list (rows of u32: a count, then ``most`` neighbour ids) counts more than ``most``
-    neighbours or names a node outside ``0..nodes-1``."""
+    """Whether any link list counts more than ``most`` neighbours or names a node outside ``0..nodes-1``.
+
+    ``lists`` holds one link list per row, as u32: a count, then ``most`` neighbour ids.
+    """
     counts = lists[:, 0] & 0xFFFF  # the upper bytes hold hnswlib's deleted mark
     used = np.arange(most) < counts[:, None]
     return bool((counts > most).any() or (used & (lists[:, 1 : most + 1] >= nodes)).any())
 
 
 def vector_index_damage(segment: Path) -> str | None:
-    """What is wrong with an HNSW segment folder's graph (``header.bin``, ``data_level0.bin``,
-    ``link_lists.bin``), or None when its links are sound or its format is not the one we know."""
+    """What is wrong with an HNSW segment folder's graph, or None.
+
+    The graph is ``header.bin``, ``data_level0.bin`` and ``link_lists.bin``; None means its links are
+    sound or its format is not the one we know.
+    """
     data = (segment / "header.bin").read_bytes()
     if len(data) != _HEADER.size or _HEADER.unpack(data)[0] != 1:
         return None if len(data) == _HEADER.size else "header.bin has the wrong size"
@@ -128,14 +135,18 @@ def sqlite_check(folder: str | Path) -> str | None:
 
 
 def chroma_panic(exc: BaseException) -> bool:
-    """Whether ``exc`` is a panic of Chroma's Rust core (pyo3's PanicException, a BaseException: e.g. on a
-    database it cannot read while it starts)."""
+    """Whether ``exc`` is a panic of Chroma's Rust core.
+
+    That is pyo3's PanicException, a BaseException (e.g. on a database Chroma cannot read while it starts).
+    """
     return type(exc).__module__ == "pyo3_runtime" and type(exc).__name__ == "PanicException"
 
 
 def damage_in(folder: str | Path, exc: BaseException) -> DamagedStoreError | None:
-    """The one-sentence error for ``exc``, raised by Chroma on the persistent store in ``folder``, when it
-    comes from a damaged file; None when it does not (the caller re-raises ``exc``)."""
+    """The one-sentence error for ``exc`` when it comes from a damaged file, else None.
+
+    ``exc`` was raised by Chroma on the persistent store in ``folder``; on None the caller re-raises it.
+    """
     text, db = str(exc), str(Path(folder) / "chroma.sqlite3")
     said = next((words for words in SQLITE_WORDS if words in text), None)
     if said:

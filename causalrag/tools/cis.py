@@ -36,6 +36,7 @@ from causalrag.tools.backends.base import LLM
 
 
 def text_key(text: str) -> str:
+    """The cache key of a scored text: the SHA-1 of its UTF-8 bytes, in hex."""
     return hashlib.sha1(text.encode("utf-8")).hexdigest()
 
 
@@ -55,6 +56,7 @@ class PriorCache:
         return sqlite3.connect(self.path, timeout=30)
 
     def get(self, model: str, keys: Sequence[str]) -> dict[str, float]:
+        """The cached log p(K) of ``model`` for those of ``keys`` it holds."""
         found = {k: self._memory[(model, k)] for k in keys if (model, k) in self._memory}
         missing = [k for k in keys if k not in found]
         for start in range(0, len(missing), 500):  # SQLite's bound-parameter limit
@@ -68,13 +70,15 @@ class PriorCache:
         return found
 
     def put(self, model: str, values: dict[str, float]) -> None:
+        """Store ``model``'s log p(K) values by key, in memory and in the file."""
         with self._lock, self._connect() as db:
             db.executemany("INSERT OR REPLACE INTO prior VALUES (?, ?, ?)", [(model, k, v) for k, v in values.items()])
         self._memory.update({(model, k): v for k, v in values.items()})
 
     def __len__(self) -> int:
         with self._connect() as db:
-            return db.execute("SELECT COUNT(*) FROM prior").fetchone()[0]
+            count: int = db.execute("SELECT COUNT(*) FROM prior").fetchone()[0]
+            return count
 
 
 @lru_cache(maxsize=8)
@@ -89,6 +93,8 @@ def default_prior_cache() -> PriorCache:
 
 @dataclass(frozen=True)
 class CISScore:
+    """One candidate's CIS and the two log-probabilities it is made of."""
+
     cis: float
     """CIS(Q → K) = log p(K|Q) − log p(K) (or log p(K|Q) alone under the ablation)."""
     logp_k_given_q: float
@@ -113,6 +119,7 @@ class CISScorer:
 
     @property
     def model_name(self) -> str:
+        """The model's name as the prior cache keys it (its class name when it has none)."""
         return str(getattr(self.llm, "name", type(self.llm).__name__))
 
     def _cached_priors(self, texts: Sequence[str]) -> tuple[list[str], dict[str, float], dict[str, str]]:
@@ -129,7 +136,7 @@ class CISScorer:
         self.prior_computed += len(todo)
 
     def priors(self, texts: Sequence[str]) -> list[float]:
-        """log p(K) for each text: from the cache, the missing ones in one batched call (then cached)."""
+        """Log p(K) for each text: from the cache, the missing ones in one batched call (then cached)."""
         keys, known, todo = self._cached_priors(texts)
         if todo:
             self._store_priors(known, todo, self.llm.logprob([PRIOR_PREFIX] * len(todo), list(todo.values())))
@@ -142,7 +149,7 @@ class CISScorer:
         return self.prior_computed - before
 
     def conditionals(self, question: str, texts: Sequence[str]) -> list[float]:
-        """log p(K | Q) for every candidate in one batched call (one shared prefix → one KV cache)."""
+        """Log p(K | Q) for every candidate in one batched call (one shared prefix → one KV cache)."""
         if not texts:
             return []
         prefix = query_prefix(question, self.form)

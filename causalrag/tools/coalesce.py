@@ -48,11 +48,12 @@ class Coalescer:
     def __init__(self, generate: Generate, *, window: float = 0.01) -> None:
         self._generate = generate
         self._window = window
-        self._groups: dict[tuple, list[_Call]] = {}
+        self._groups: dict[tuple[Any, ...], list[_Call]] = {}
         self._groups_lock = threading.Lock()
         self._decoding = threading.Lock()  # one merged batch at a time; the next group gathers meanwhile
 
     def __call__(self, prompts: Sequence[str], **settings: Any) -> list[list[str]]:
+        """The backend's ``generate(prompts, **settings)``, decoded together with concurrent calls like it."""
         if not prompts:
             return []
         if settings.get("seed") is not None:  # seeded sampling must not depend on who else is decoding
@@ -75,7 +76,7 @@ class Coalescer:
         assert call.result is not None
         return call.result
 
-    def _decode(self, calls: list[_Call], settings: dict) -> None:
+    def _decode(self, calls: list[_Call], settings: dict[str, Any]) -> None:
         """One batched call for the whole group; every caller gets its rows and its share of the usage."""
         prompts = [p for c in calls for p in c.prompts]
 

@@ -43,6 +43,7 @@ CHECKPOINT_FILE = "checkpoint.pt"
 
 
 def default_distilled_path() -> Path:
+    """Where ``distill-cis`` puts the reranker unless told otherwise: ``cis-distilled`` in the home."""
     return settings().home / "cis-distilled"
 
 
@@ -57,6 +58,8 @@ def base_encoder_path() -> str:
 
 @dataclass(frozen=True)
 class TrainingPair:
+    """One distillation example: a question, a passage and the teacher's CIS for it."""
+
     question: str
     passage: str
     """K exactly as the teacher scored it (``prompts.cis.passage_text``)."""
@@ -66,6 +69,8 @@ class TrainingPair:
 
 @dataclass
 class DistillConfig:
+    """Training settings of the distillation (the ``distill-cis`` options)."""
+
     epochs: int = 3
     batch_size: int = 16
     lr: float = 3e-5
@@ -88,7 +93,8 @@ def _model_class() -> type[torch.nn.Module]:
 
         def forward(self, **inputs: torch.Tensor) -> torch.Tensor:
             cls = self.encoder(**inputs).last_hidden_state[:, 0]
-            return self.head(self.dropout(cls)).squeeze(-1)
+            score: torch.Tensor = self.head(self.dropout(cls)).squeeze(-1)
+            return score
 
     return CrossEncoder
 
@@ -108,6 +114,7 @@ class DistilledReranker:
 
     @classmethod
     def fresh(cls, base: str | None = None, *, max_length: int = 256) -> DistilledReranker:
+        """An untrained reranker on the encoder at ``base`` (default: the bundled MiniLM), labels unscaled."""
         from transformers import AutoModel, AutoTokenizer
         from transformers.utils import logging as hf_logging
 
@@ -120,6 +127,7 @@ class DistilledReranker:
 
     @classmethod
     def load(cls, path: str | Path) -> DistilledReranker:
+        """The reranker ``distill-cis`` saved in ``path``; a folder without one is a one-sentence error."""
         path = Path(path).expanduser()
         if not (path / META_FILE).is_file():
             raise CausalRAGError(
@@ -135,6 +143,7 @@ class DistilledReranker:
         return reranker
 
     def save(self, path: str | Path, **extra: Any) -> None:
+        """Write the encoder, the head and the label scale (with ``extra`` facts) into ``path``."""
         import torch
 
         path = Path(path)
@@ -145,10 +154,12 @@ class DistilledReranker:
         (path / META_FILE).write_text(json.dumps(meta, indent=2))
 
     def encode(self, questions: Sequence[str], passages: Sequence[str]) -> BatchEncoding:
-        return self.tokenizer(
+        """The tokenized (question, passage) pairs as padded tensors, passages truncated to fit."""
+        batch: BatchEncoding = self.tokenizer(
             list(questions), [p.strip() for p in passages], truncation="only_second",
             max_length=self.max_length, padding=True, return_tensors="pt",
         )
+        return batch
 
     def score_texts(self, question: str, passages: Sequence[str], *, batch_size: int = 32) -> list[float]:
         """Predicted CIS for each passage text (already in ``passage_text`` form)."""
@@ -163,6 +174,7 @@ class DistilledReranker:
         return scores
 
     def score(self, question: str, docs: Sequence[Document]) -> list[float]:
+        """Predicted CIS for each passage of ``docs``."""
         return self.score_texts(question, [passage_text(d) for d in docs])
 
 
@@ -228,7 +240,7 @@ def distill(
     base: str | None = None,
     resume: bool = True,
     progress: bool = True,
-    meta: dict | None = None,
+    meta: dict[str, Any] | None = None,
 ) -> tuple[DistilledReranker, list[float]]:
     """Train the cross-encoder on ``pairs`` (pointwise MSE, §4.2), save it to ``out``.
 
@@ -326,8 +338,14 @@ def distill_from_store(
     resume: bool = True,
     progress: bool = True,
 ) -> tuple[DistilledReranker, list[float], int]:
-    """The paper's recipe (§4.2, Appendix A): top-N first-stage candidates per question, CIS labels
-    from the teacher LM, then the pointwise MSE fine-tuning. Returns (reranker, epoch losses, pairs)."""
+    """Distill a reranker with the paper's recipe (§4.2, Appendix A).
+
+    The recipe: top-N first-stage candidates per question, CIS labels from the teacher LM, then the
+    pointwise MSE fine-tuning.
+
+    Returns:
+        The reranker, the mean training loss of each epoch, and the number of training pairs.
+    """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     groups = [(q, store.retrieve(q, n_candidates, mode=retrieval)) for q in questions]

@@ -23,6 +23,7 @@ EMBED_BATCH = 64
 
 
 def embedding_model_path() -> str:
+    """The embedding model's folder: ``CAUSALRAG_EMBEDDINGS``, else the bundled all-MiniLM-L6-v2."""
     configured = settings().embeddings
     if configured:
         return configured
@@ -35,6 +36,7 @@ def embedding_model_path() -> str:
 
 @lru_cache(maxsize=2)
 def load_embeddings(path: str) -> Embeddings:
+    """The sentence-transformers model at ``path`` (normalized embeddings), loaded once per path."""
     from langchain_huggingface import HuggingFaceEmbeddings
     from transformers.utils import logging as hf_logging
 
@@ -63,8 +65,10 @@ _memo_lock = threading.Lock()
 
 
 def unit_rows(vectors: npt.ArrayLike) -> np.ndarray:
+    """``vectors`` as float32 rows scaled to unit length (an all-zero row stays zero)."""
     rows = np.asarray(vectors, dtype=np.float32)
-    return rows / np.clip(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12, None)
+    unit: np.ndarray = rows / np.clip(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12, None)
+    return unit
 
 
 def embed(texts: Sequence[str], embeddings: Embeddings | None = None) -> np.ndarray:
@@ -97,4 +101,5 @@ def cosine_matrix(a: Sequence[str], b: Sequence[str], embeddings: Embeddings | N
     if not a or not b:
         return np.zeros((len(a), len(b)), dtype=np.float32)
     vectors = embed(list(a) + list(b), embeddings)
-    return vectors[: len(a)] @ vectors[len(a) :].T
+    similarity: np.ndarray = vectors[: len(a)] @ vectors[len(a) :].T
+    return similarity

@@ -1,7 +1,9 @@
-"""BM25 for a whole collection that scales and that processes share: bm25s's sparse index (every passage's
-term scores, precomputed) in files beside the collection, memory-mapped by every process that reads it.
+r"""BM25 for a whole collection that scales and that processes share.
 
-The scores are BM25Okapi's (k1 = 1.5, b = 0.75) on our tokens (lower-cased ``\\w+`` words): bm25s's
+The index is bm25s's sparse one (every passage's term scores, precomputed), kept in files beside the
+collection and memory-mapped by every process that reads it.
+
+The scores are BM25Okapi's (k1 = 1.5, b = 0.75) on our tokens (lower-cased ``\w+`` words): bm25s's
 ``method="atire"`` is Okapi's term weight tf·(k1+1) / (tf + k1·(1 − b + b·|d|/avgdl)) and
 ``idf_method="robertson"`` its idf, log((N − df + 0.5) / (df + 0.5)). Where they differ from rank_bm25's
 ``BM25Okapi``: a term in more than half the passages (a negative idf) adds 0 here, where rank_bm25 adds
@@ -56,6 +58,7 @@ class LexicalIndex:
 
     @classmethod
     def build(cls, ids: Sequence[str], texts: Sequence[str]) -> LexicalIndex:
+        """Index ``texts`` (one passage each) under their ``ids``, in memory."""
         tokens = [tokenize(t) for t in texts]
         bm25 = None
         if any(tokens):
@@ -70,9 +73,11 @@ class LexicalIndex:
         """The BM25 score of every passage for ``query`` (repeated words count again, as in rank_bm25)."""
         if self.bm25 is None:
             return np.zeros(len(self.ids))
-        return self.bm25.get_scores_from_ids(self.bm25.get_tokens_ids(tokenize(query)))
+        scores: np.ndarray = self.bm25.get_scores_from_ids(self.bm25.get_tokens_ids(tokenize(query)))
+        return scores
 
     def save(self, folder: Path) -> None:
+        """Write the index to ``folder``, replacing it whole (a reader never sees half an index)."""
         tmp = folder.with_name(f"{folder.name}.tmp{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
@@ -119,8 +124,11 @@ class SharedIndex:
         return self._index
 
     def get(self, count: int, passages: Callable[[], tuple[list[str], list[str]]]) -> LexicalIndex:
-        """The index of a collection of ``count`` passages, built from ``passages()`` (ids, texts) when
-        missing or stale — once: another process waiting on the lock then loads what was built."""
+        """The index of a collection of ``count`` passages, built from ``passages()`` when missing or stale.
+
+        ``passages()`` gives (ids, texts). The index is built once: another process waiting on the lock then
+        loads what was built.
+        """
         folder = self.folder
         if folder is None:
             if self._index is None or len(self._index) != count:

@@ -40,8 +40,9 @@ def choose_backend(backend: str | None = None, model: str | None = None, device:
 
 
 def load_llm(model: str | None = None, device: str | None = None, backend: str | None = None) -> LLM:
-    """Load a model once per process (per model/device/backend and ``CAUSALRAG_DTYPE``); every graph
-    and node shares it.
+    """Load a model once per process (per model/device/backend and ``CAUSALRAG_DTYPE``).
+
+    Every graph and node shares it.
 
     ``openai`` talks to ``CAUSALRAG_OPENAI_URL``; its model is ``CAUSALRAG_OPENAI_MODEL``, else
     ``model``, else the server's first model.

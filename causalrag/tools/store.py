@@ -66,6 +66,8 @@ READ_PAGE = 5000  # rows per collection.get: Chroma binds SQL variables per row 
 
 @dataclass(frozen=True)
 class Passage:
+    """A passage to store: its title, its text and the file it came from."""
+
     title: str
     text: str
     source: str = ""
@@ -76,6 +78,7 @@ class Passage:
         return hashlib.sha1(f"{self.title}\n{self.text}".encode()).hexdigest()[:16]
 
     def to_document(self, score: float | None = None) -> Document:
+        """The passage as a LangChain ``Document`` (its id, title and source; ``score`` when given)."""
         meta: dict[str, str | float] = {"title": self.title, "source": self.source}
         if score is not None:
             meta["score"] = float(score)
@@ -84,6 +87,8 @@ class Passage:
 
 @dataclass
 class IngestReport:
+    """What an ingest read, added, removed and skipped."""
+
     files: int = 0
     passages: int = 0
     added: int = 0
@@ -110,15 +115,18 @@ def split_words(text: str, words: int = 100) -> list[str]:
 
 
 def decode_text(data: bytes) -> str:
-    """Text in any common encoding: UTF-8 (a BOM dropped) first, else the encoding charset-normalizer
-    detects (cp1250, cp1251, UTF-16 with a BOM, ...), else UTF-8 with replacement characters.
+    """Text in any common encoding, decoded.
+
+    UTF-8 (a BOM dropped) comes first, else the encoding charset-normalizer detects (cp1250, cp1251,
+    UTF-16 with a BOM, ...), else UTF-8 with replacement characters.
 
     Western European text (latin-1 / cp1252) wins a tie: on a short text charset-normalizer finds several
     encodings equally clean and took the first by name, cp1250, which reads "crème" as "crčme" and
     "£5" as "Ł5" (or a CJK one: "Für" as "F僡"). cp1252 (what browsers read latin-1 as) is taken when its
     text is no messier than the detected one's and the detector found the language no less coherent in
     it. Short Czech or Hungarian text in cp1250 is then read as cp1252 ("Dvořák" as "Dvoøák"): the bytes
-    alone cannot tell them apart, and the bundled model reads English."""
+    alone cannot tell them apart, and the bundled model reads English.
+    """
     if data.startswith(codecs.BOM_UTF8):
         return data[len(codecs.BOM_UTF8) :].decode("utf-8", "replace")
     try:
@@ -229,6 +237,8 @@ def _server(url: str) -> tuple[str, int, bool]:
 
 
 class StoreRefusedError(CausalRAGError, PermissionError):
+    """The Chroma server refused the credentials sent."""
+
     def __init__(self, url: str, status: int) -> None:
         super().__init__(
             f"The Chroma server at {url} refused the request (HTTP {status}): set CAUSALRAG_CHROMA_TOKEN (sent as "
@@ -238,6 +248,8 @@ class StoreRefusedError(CausalRAGError, PermissionError):
 
 
 class StoreScopeError(CausalRAGError, LookupError):
+    """The Chroma server has no such tenant or database."""
+
     def __init__(self, url: str, tenant: str, database: str | None) -> None:
         what = f"database {database!r} in tenant {tenant!r}" if database else f"tenant {tenant!r}"
         variable = "CAUSALRAG_CHROMA_DATABASE" if database else "CAUSALRAG_CHROMA_TENANT"
@@ -253,8 +265,11 @@ _REFUSED = (401, 403, 407)
 def check_server(
     url: str, tenant: str = "default_tenant", database: str = "default_database", headers: dict[str, str] | None = None
 ) -> None:
-    """Raise a one-sentence error unless a Chroma server answers at ``url``, accepts ``headers`` and holds
-    ``tenant``/``database`` (Chroma's v2 API: heartbeat, then the tenant, then the database)."""
+    """Raise a one-sentence error unless the Chroma server at ``url`` answers, accepts and holds the scope.
+
+    The server must answer, accept ``headers`` and hold ``tenant``/``database``; Chroma's v2 API is asked
+    for its heartbeat, then the tenant, then the database.
+    """
     from urllib.parse import quote
 
     import httpx
@@ -362,8 +377,11 @@ class Store:
         database: str | None = None,
         headers: dict[str, str] | None = None,
     ) -> None:
-        """``url`` (else ``CAUSALRAG_CHROMA_URL``) is a Chroma server; ``tenant``, ``database`` and ``headers``
-        apply to it (else ``CAUSALRAG_CHROMA_TENANT`` / ``_DATABASE`` / ``_TOKEN`` and ``_HEADERS``)."""
+        """Open ``collection``: embedded, on a Chroma server, or in memory.
+
+        ``url`` (else ``CAUSALRAG_CHROMA_URL``) is a Chroma server; ``tenant``, ``database`` and ``headers``
+        apply to it (else ``CAUSALRAG_CHROMA_TENANT`` / ``_DATABASE`` / ``_TOKEN`` and ``_HEADERS``).
+        """
         if not COLLECTION_NAME.fullmatch(str(collection)):
             raise CausalRAGError(
                 f"Collection name {collection!r} is not valid: use 3-512 letters, digits, dots, dashes or "
@@ -397,6 +415,7 @@ class Store:
     # ---- plumbing
     @property
     def embeddings(self) -> Embeddings:
+        """The embedding model (the process-wide default unless one was given)."""
         if self._embeddings is None:
             from causalrag.tools.encoders import default_embeddings
 
@@ -405,12 +424,14 @@ class Store:
 
     @property
     def client(self) -> ClientAPI:
+        """The Chroma client of this store's kind and place, shared by stores that name the same one."""
         if self.kind == "http":
             return _client(self.kind, self.where, self.tenant, self.database, tuple(sorted(self.headers.items())))
         return _client(self.kind, self.where)
 
     @_reported
     def exists(self) -> bool:
+        """Whether the collection exists."""
         return self.collection in {c if isinstance(c, str) else c.name for c in self.client.list_collections()}
 
     @property
@@ -435,14 +456,17 @@ class Store:
         return self.vectorstore._collection
 
     def _for_writing(self, *, create: bool = False) -> Collection:
-        """The collection, once Chroma has applied its write log (``count`` does): a damaged log fails here,
-        before rows are written into a log that cannot be read back."""
+        """The collection, once Chroma has applied its write log (``count`` does).
+
+        A damaged log fails here, before rows are written into a log that cannot be read back.
+        """
         collection = self._collection(create=create)
         collection.count()
         return collection
 
     @_reported
     def count(self) -> int:
+        """How many passages the collection holds (0 when it does not exist)."""
         return self._collection().count() if self.exists() else 0
 
     # ---- writing
@@ -478,8 +502,10 @@ class Store:
     def ingest(
         self, paths: Iterable[str | Path], *, words: int = 100, progress: bool = True, keep_history: bool = False
     ) -> IngestReport:
-        """Read files/folders, split into ~``words``-word passages, add the new ones; then remove the
-        stale passages of files read again and of files gone from the folders read (unless ``keep_history``).
+        """Read files/folders, split into ~``words``-word passages, add the new ones, drop the stale ones.
+
+        Stale passages are those of files read again and of files gone from the folders read; they stay
+        with ``keep_history``.
 
         New passages go in before stale ones go out, so an interrupted ingest loses nothing and a
         rerun finishes it. Nothing read → nothing written (no empty collection is created).
@@ -525,8 +551,10 @@ class Store:
             raise EmptyCollectionError(self.collection)
 
     def _read(self, include: Include, ids: Sequence[str] | None = None) -> dict[str, list[Any]]:
-        """``collection.get`` of every passage (or of ``ids``) in pages of ``READ_PAGE`` rows: one get of a
-        100k-passage collection fails in Chroma's SQLite with "too many SQL variables"."""
+        """``collection.get`` of every passage (or of ``ids``) in pages of ``READ_PAGE`` rows.
+
+        One get of a 100k-passage collection fails in Chroma's SQLite with "too many SQL variables".
+        """
         collection = self._collection()
         got: dict[str, list[Any]] = {"ids": [], **{field: [] for field in include}}
         pages: Iterable[Mapping[str, Any]] = (  # a list under every key asked for in ``include``
@@ -547,6 +575,7 @@ class Store:
 
     @_reported
     def get(self, ids: Sequence[str]) -> list[Document]:
+        """The stored passages of ``ids``, in that order (ids not stored are left out)."""
         if not ids:  # Chroma rejects an empty id list; an empty pool simply has no passages
             return []
         got = self._read(["documents", "metadatas"], ids)
@@ -558,6 +587,7 @@ class Store:
 
     @_reported
     def passages(self) -> list[Passage]:
+        """Every passage of the collection."""
         got = self._read(["documents", "metadatas"])
         return [
             Passage((m or {}).get("title", ""), d, (m or {}).get("source", ""))
@@ -583,8 +613,11 @@ class Store:
         ]
 
     def _lexical_folder(self) -> Path | None:
-        """The folder of the collections' BM25 indexes, for every process to share: beside a persistent
-        collection, under ``CAUSALRAG_HOME`` for a server's; an in-memory store keeps it in memory."""
+        """The folder of the collections' BM25 indexes, for every process to share.
+
+        It lies beside a persistent collection, under ``CAUSALRAG_HOME`` for a server's; an in-memory store
+        keeps its index in memory (None).
+        """
         if self.kind == "memory":
             return None
         server = f"{self.where}/{self.tenant}/{self.database}"  # a collection name is unique per tenant and database

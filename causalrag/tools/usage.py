@@ -22,10 +22,12 @@ class Usage:
     forward_passes: int = 0
 
     def add(self, other: Usage) -> None:
+        """Add ``other``'s counters to these."""
         for f in fields(self):
             setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
     def as_dict(self) -> dict[str, int]:
+        """The counters by name."""
         return asdict(self)
 
 
