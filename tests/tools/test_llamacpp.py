@@ -171,3 +171,36 @@ def test_an_exact_stream_gets_the_same_logits_whatever_ran_before(llm, monkeypat
         assert text == cold_text
     shared = len(llm._prompt_tokens(passage)) // EXACT_BLOCK * EXACT_BLOCK
     assert warm[1][2] == warm[2][2] == cold_cells - shared  # the earlier exact prompt's whole blocks served again
+
+
+def test_an_exact_prompt_of_another_kind_in_between_costs_no_header(llm, monkeypatch):
+    """Triage's order: the closed-book answer (an exact prompt of another kind) comes between two exact
+    readings. The reading's whole blocks come back from their saved copy, bit-identical to a cold start."""
+    import numpy as np
+
+    from causalrag.tools.backends.llamacpp import EXACT_BLOCK
+
+    facts = " ".join(f"The river number {i} flows through town {i}." for i in range(25))
+    passage = f"{HEADER}Passage: {facts} The Rhine flows through Cologne.\n"  # within Gemma 3's 512-token window
+    prompt = f"{passage}Question: Which river flows through Cologne?\nAnswer:"
+    other = " ".join(f"Town {i} lies on river {i}." for i in range(20))
+    pick, seen = llm._pick, []
+    monkeypatch.setattr(llm, "_pick", lambda logits, *args: seen.append(np.array(logits)) or pick(logits, *args))
+
+    def reading(history) -> tuple[str, np.ndarray, int]:
+        llm.clear_cache()
+        history()
+        seen.clear()
+        computed = llm.usage.prompt_tokens
+        text = "".join(llm.stream(prompt, max_new_tokens=4, stop=["\n"], exact=True))
+        return text, seen[0], llm.usage.prompt_tokens - computed
+
+    def another_kind_between():
+        "".join(llm.stream(f"{passage}Question: Which river is named?\nAnswer:", max_new_tokens=2, exact=True))
+        "".join(llm.stream(f"Answer briefly. {other}\nQuestion: Which town?\nAnswer:", max_new_tokens=2, exact=True))
+
+    cold_text, cold_logits, cold_cells = reading(lambda: None)
+    text, logits, cells = reading(another_kind_between)
+    assert text == cold_text
+    assert np.array_equal(logits, cold_logits)
+    assert cells == cold_cells - len(llm._prompt_tokens(passage)) // EXACT_BLOCK * EXACT_BLOCK

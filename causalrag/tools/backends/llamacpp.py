@@ -44,7 +44,7 @@ import functools
 import logging
 import os
 import threading
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
@@ -120,6 +120,11 @@ EXACT_BLOCK = 64
 """Tokens an exact prompt is decoded in per call, at fixed positions from 0: a block's cells are then
 computed the same way whatever ran before, and whole blocks an earlier exact prompt shared (the header)
 serve again (:meth:`LlamaCppLLM._fill_exact`)."""
+
+EXACT_SNAPSHOTS = 4
+"""Exact prompts of this many kinds (by their first block: standard RAG's reading, the closed-book answer, ...)
+keep a copy of their cells in host memory, so a method that alternates exact prompts of two kinds reuses
+each kind's header blocks instead of decoding them again (:meth:`LlamaCppLLM._fill_exact`)."""
 
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
@@ -231,6 +236,9 @@ class LlamaCppLLM(Judge):
         self._held: list[list[int]] = [[] for _ in range(n_seq)]  # tokens each sequence's cells hold
         self._used = [0] * n_seq  # when each sequence last served a call (least recently used is reused first)
         self._exact: tuple[int, list[int]] | None = None  # the sequence whose first cells are exact blocks; tokens
+        # recent exact prompts' cells copied to host memory, by their first block, least recently used first
+        self._n_swa = llama_cpp.llama_model_n_swa(self._model.model)  # sliding-window attention span, 0: none
+        self._snapshots: OrderedDict[tuple[int, ...], tuple[list[int], bytes]] = OrderedDict()
         self._clock = 0
         self._piece_buffer = ctypes.create_string_buffer(256)
         self._yes_ids = self._single_token_ids(YES_WORDS)
@@ -413,7 +421,13 @@ class LlamaCppLLM(Judge):
             start += n
 
     def clear_cache(self) -> None:
-        """Drop every cached sequence (after an error the cache content is unknown; benchmarks start cold)."""
+        """Drop every cached sequence and saved exact prompt (after an error the cache content is unknown;
+        benchmarks start cold)."""
+        self._empty_cells()
+        self._snapshots.clear()
+
+    def _empty_cells(self) -> None:
+        """Drop every cached sequence (the saved exact prompts stay)."""
         self._lib.llama_memory_clear(self._memory, True)
         self._held = [[] for _ in range(self.n_seq)]
         self._exact = None
@@ -530,19 +544,25 @@ class LlamaCppLLM(Judge):
 
         llama.cpp's logits for a token depend on how its cells were batched and where the cache put
         them. So every other sequence is dropped, and the tokens are decoded in blocks of
-        ``EXACT_BLOCK`` at fixed positions from 0; whole blocks that the previous exact prompt computed
-        the same way are kept (other calls copy its cells but never change or reuse its sequence while
-        another is free: :meth:`_assign`). ``use(logits, [(0, last position)])`` gets the last token's logits.
+        ``EXACT_BLOCK`` at fixed positions from 0; whole blocks computed the same way before are kept:
+        the previous exact prompt's (other calls copy its cells but never change or reuse its sequence
+        while another is free: :meth:`_assign`), or those of a saved exact prompt of another kind, copied
+        back into the emptied cache where they were decoded (:meth:`_restore_exact`).
+        ``use(logits, [(0, last position)])`` gets the last token's logits.
         """
         seq, valid = self._exact or (0, [])
-        kept = min(common_prefix(valid, tokens), len(tokens) - 1) // EXACT_BLOCK * EXACT_BLOCK
-        if kept:
+        kept = self._whole_blocks(valid, tokens)
+        saved, restorable = self._saved_exact(tokens)
+        if restorable > kept:
+            seq, kept = 0, self._restore_exact(saved, restorable)
+        elif kept:
             for other in range(self.n_seq):
                 if other != seq:
                     self._drop(other)
-            self._lib.llama_memory_seq_rm(self._memory, seq, kept, -1)
         else:
-            self.clear_cache()
+            self._empty_cells()
+        if kept:
+            self._lib.llama_memory_seq_rm(self._memory, seq, kept, -1)
         last = len(tokens) - 1
         for start in range(kept, len(tokens), EXACT_BLOCK):
             block = [(t, p, (seq,), p == last) for p, t in enumerate(tokens[start : start + EXACT_BLOCK], start)]
@@ -550,7 +570,50 @@ class LlamaCppLLM(Judge):
         record(self.usage, Usage(prompt_tokens=len(tokens) - kept))
         self._clock += 1
         self._used[seq], self._held[seq], self._exact = self._clock, list(tokens), (seq, list(tokens))
+        self._save_exact(seq, tokens)
         return seq
+
+    @staticmethod
+    def _whole_blocks(done: Sequence[int], tokens: Sequence[int]) -> int:
+        """The tokens of ``tokens`` in whole exact blocks that ``done`` (an exact prompt decoded before) shares."""
+        return min(common_prefix(done, tokens), len(tokens) - 1) // EXACT_BLOCK * EXACT_BLOCK
+
+    def _saved_exact(self, tokens: Sequence[int]) -> tuple[list[int], int]:
+        """The saved exact prompt sharing the most whole blocks with ``tokens``, and how many tokens that is."""
+        saved = self._snapshots.get(tuple(tokens[:EXACT_BLOCK]))
+        return (saved[0], self._whole_blocks(saved[0], tokens)) if saved else ([], 0)
+
+    def _save_exact(self, seq: int, tokens: list[int]) -> None:
+        """Copy the cells of the exact prompt just decoded to host memory (the least recently used kind goes)."""
+        if len(tokens) <= EXACT_BLOCK or 0 < self._n_swa < len(tokens):
+            # no whole block another prompt could reuse; or a sliding-window model's copy would hold only the
+            # window's last cells (llama.cpp writes a sequence's state that way), so it could not be exact
+            return
+        lib, ctx = self._lib, self._ctx.ctx
+        data = (ctypes.c_uint8 * lib.llama_state_seq_get_size(ctx, seq))()
+        written = lib.llama_state_seq_get_data(ctx, data, len(data), seq)
+        key = tuple(tokens[:EXACT_BLOCK])
+        self._snapshots.pop(key, None)
+        self._snapshots[key] = (list(tokens), bytes(data)[:written])
+        while len(self._snapshots) > EXACT_SNAPSHOTS:
+            self._snapshots.popitem(last=False)
+
+    def _restore_exact(self, tokens: list[int], whole: int) -> int:
+        """Empty the cache and copy a saved exact prompt's cells back into sequence 0; return ``whole`` (the
+        tokens of it to keep), or 0 when llama.cpp could not restore them.
+
+        In an empty cache the cells land where they were first decoded, with the same values, so the
+        blocks that follow are computed as if the prompt had stayed cached.
+        """
+        saved = self._snapshots[tuple(tokens[:EXACT_BLOCK])]
+        self._snapshots.move_to_end(tuple(tokens[:EXACT_BLOCK]))
+        self._empty_cells()
+        data = (ctypes.c_uint8 * len(saved[1])).from_buffer_copy(saved[1])
+        if not self._lib.llama_state_seq_set_data(self._ctx.ctx, data, len(data), 0):
+            self._empty_cells()  # nothing restored: the prompt is decoded from position 0
+            return 0
+        self._held[0] = list(tokens)
+        return whole
 
     def _rounds(
         self, items: Sequence[int], tokens: Callable[[int], list[int]], *, rows: int, extra: int = 0
