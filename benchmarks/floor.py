@@ -156,7 +156,9 @@ def measure(
     rows: dict[str, dict[str, dict[str, float]]] = {mode: {} for mode in modes}
     homes: dict[str, str] = {}
     print(f"  runs (answers per question) in {out}", flush=True)
-    for spec, label in runs(methods):
+    # CIS alone again with its p(K) cache warm: the other methods keep no disk cache a rerun would change
+    chosen = [(m, label) for m, label in runs(methods, ("cold", "warm")) if m == label or m.startswith("cis")]
+    for spec, label in chosen:
         method, _, assignment = spec.partition("@")  # "triage@route=vote": the method with that parameter
         name, _, value = assignment.partition("=")
         for mode in modes:
