@@ -19,7 +19,7 @@ next depends on the iteration counter, convergence and the context alone.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 from langchain_core.documents import Document
 from langgraph.runtime import Runtime
@@ -396,7 +396,7 @@ def _scored_round(state: AstuteState, runtime: Runtime[Any], *, node: str) -> As
         "converged": converged,
         "read": read,
         "readings": [
-            cast(SourceReading, {"source": label_of(d), **r.as_dict()}) for d, r in zip(pool, readings, strict=True)
+            {"source": label_of(d), **r.as_dict()} for d, r in zip(pool, readings, strict=True)
         ],
         "trace": [figures],
     }

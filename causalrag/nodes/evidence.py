@@ -25,8 +25,9 @@ Methods keep their own aggregation (Astute's reliability, CF-RAG's Ψ, RetroRAG'
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from langchain_core.documents import Document
@@ -34,6 +35,7 @@ from scipy.special import expit
 
 from causalrag.nodes.common import fit
 from causalrag.prompts.common import ANSWER_STOP, NO_PASSAGE, answer_prompt, reading_prefix
+from causalrag.state.base import GroupRecord, ReadingRecord
 from causalrag.text import (
     answer_spans,
     clean_answer,
@@ -83,7 +85,8 @@ class Reading:
         """Whether this source answers the question: an answer whose likelihood the question raises."""
         return bool(self.answer) and self.relevance > 0
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> ReadingRecord:
+        """This reading as plain data (probability and relevance rounded), as the state's ``read`` keeps it."""
         return {
             "answer": self.answer,
             "probability": round(self.probability, 4),
@@ -136,14 +139,18 @@ def read_each(llm: LLM, question: str, docs: Sequence[Document], *, max_new_toke
     return with_relevance(llm, question, docs, readings)
 
 
-def read_cached(llm: LLM, question: str, docs: Sequence[Document], read: dict) -> tuple[list[Reading], dict]:
-    """:func:`read_each` for the passages not in ``read`` (readings by passage id, as plain data); returns
-    every passage's reading in order and the updated record, so each passage is read once per run."""
-    read = dict(read)
-    unread = list({d.id: d for d in docs if d.id not in read}.values())
+def read_cached(
+    llm: LLM, question: str, docs: Sequence[Document], read: Mapping[str, ReadingRecord]
+) -> tuple[list[Reading], dict[str, ReadingRecord]]:
+    """:func:`read_each` for the passages not in ``read`` (readings by passage id, as plain data).
+
+    Returns every passage's reading in order and the updated record, so each passage is read once per run.
+    """
+    kept: dict[Any, ReadingRecord] = dict(read)  # by ``Document.id``: a passage without one is keyed None
+    unread = list({d.id: d for d in docs if d.id not in kept}.values())
     for doc, reading in zip(unread, read_each(llm, question, unread), strict=True):
-        read[doc.id] = reading.as_dict()
-    return [Reading(**read[d.id]) for d in docs], read
+        kept[doc.id] = reading.as_dict()
+    return [Reading(**kept[d.id]) for d in docs], kept
 
 
 def with_relevance(llm: LLM, question: str, docs: Sequence[Document], readings: Sequence[Reading]) -> list[Reading]:
@@ -172,7 +179,8 @@ class Group:
     members: list[int] = field(default_factory=list)
     """Indices of the member sources in the pool that was read."""
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> GroupRecord:
+        """This group as plain data: its answer and its sources' labels (without the member indices)."""
         return {"answer": self.answer, "sources": list(self.sources)}
 
 
@@ -205,15 +213,20 @@ def group_readings(readings: Sequence[Reading], labels: Sequence[str]) -> list[G
 
 
 def written_answer(llm: LLM, prompt: str, *, max_new_tokens: int = 24) -> str:
-    """The model's own short answer to a prompt that holds every passage (standard RAG's reading):
-    one more candidate, so a scored choice can always pick what the passages read together say."""
+    """The model's own short answer to a prompt that holds every passage (standard RAG's reading).
+
+    It is one more candidate, so a scored choice can always pick what the passages read together say.
+    """
     out = llm.generate([prompt], max_new_tokens=max_new_tokens, stop=ANSWER_STOP)[0]
     return name_only(clean_answer(out[0] if out else ""))
 
 
 def with_candidate(options: Sequence[str], answer: str, question: str) -> list[str]:
-    """``options`` plus ``answer`` unless one of them already agrees with it, it is empty, or it only
-    restates the question (:func:`~causalrag.text.restates`)."""
+    """``options`` plus ``answer``, unless that adds nothing.
+
+    ``answer`` is left out when one of the options already agrees with it, when it is empty, or when it only
+    restates the question (:func:`~causalrag.text.restates`).
+    """
     options = list(options)
     if normalize_answer(answer) and not restates(answer, question) and not any(same_answer(answer, o) for o in options):
         options.append(answer)
@@ -221,10 +234,12 @@ def with_candidate(options: Sequence[str], answer: str, question: str) -> list[s
 
 
 def reliability(confirmations: Sequence[int], joint: Choice) -> list[float]:
-    """Cross-source confirmation first, the joint reading second: per answer, the sources beyond the first
-    that state it when read alone, plus its probability in the scored choice given the passages together
-    (below 1, so the joint reading decides only among equally confirmed answers, e.g. a bridge answer
-    that no single source gives)."""
+    """Each answer's reliability: cross-source confirmation first, the joint reading second.
+
+    Per answer, the sources beyond the first that state it when read alone, plus its probability in the
+    scored choice given the passages together (below 1, so the joint reading decides only among equally
+    confirmed answers, e.g. a bridge answer that no single source gives).
+    """
     return [n + p for n, p in zip(confirmations, joint.probs, strict=True)]
 
 
@@ -236,9 +251,12 @@ def confirmations(answers: Sequence[str], readings: Sequence[Reading]) -> list[i
 def most_confirmed(
     llm: LLM, question: str, prompt: str, readings: Sequence[Reading], *, max_new_tokens: int
 ) -> tuple[Choice, list[float]] | None:
-    """The scored choice given ``prompt`` (the passages together) among the sources' answers read alone and
-    the model's own answer to ``prompt`` (a bridge answer no single source gives), or among the question's
-    own options; with each option's :func:`reliability`. None when there is nothing to choose among."""
+    """The scored choice given ``prompt`` (the passages together), with each option's :func:`reliability`.
+
+    The options are the sources' answers read alone and the model's own answer to ``prompt`` (a bridge
+    answer no single source gives), or the question's own options. None when there is nothing to choose
+    among.
+    """
     options = question_options(question) or with_candidate(
         [g.answer for g in group_readings(readings, [str(i) for i in range(len(readings))])],
         written_answer(llm, prompt, max_new_tokens=max_new_tokens),
@@ -269,10 +287,13 @@ def support_matrix(llm: LLM, question: str, docs: Sequence[Document], answers: S
 
 
 def question_likelihood(llm: LLM, question: str, passage_sets: Sequence[Sequence[Document]]) -> list[float]:
-    """log p(question | passages), summed over the question's tokens, for each set of passages: the question
-    scored as the one asked of them in the reading prompt (:func:`~causalrag.prompts.common.reading_prefix`),
-    the query likelihood of UPR (Sachan et al., 2022, "Improving Passage Retrieval with Zero-Shot Question
-    Generation"). A single passage's prefix is the one its reading alone starts with, so its cache is reused."""
+    """The question's log-likelihood given each set of passages.
+
+    That is log p(question | passages), summed over the question's tokens: the question scored as the one
+    asked of them in the reading prompt (:func:`~causalrag.prompts.common.reading_prefix`), the query
+    likelihood of UPR (Sachan et al., 2022, "Improving Passage Retrieval with Zero-Shot Question
+    Generation"). A single passage's prefix is the one its reading alone starts with, so its cache is reused.
+    """
     if not passage_sets:
         return []
     asked = f" {one_line(question)}"
@@ -296,4 +317,5 @@ def query_relevance(llm: LLM, docs: Sequence[Document], queries: Sequence[str]) 
     conditional, prior = scores[: n * m].reshape(n, m), scores[n * m :]
     with np.errstate(invalid="ignore"):
         gain = conditional - prior[None, :]
-    return expit(np.nan_to_num(gain, nan=0.0))  # a non-finite score on both sides says nothing: 0.5
+    relevance: np.ndarray = expit(np.nan_to_num(gain, nan=0.0))  # a non-finite score on both sides says nothing: 0.5
+    return relevance

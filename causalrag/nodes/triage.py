@@ -1,5 +1,6 @@
-"""``triage``'s probes and routes (the graph: :mod:`causalrag.graphs.triage`; the decision:
-:mod:`causalrag.nodes.decide`).
+"""``triage``'s probes and routes.
+
+The graph is :mod:`causalrag.graphs.triage`; the decision, :mod:`causalrag.nodes.decide`.
 
 No single aggregation is robust. Reading each passage alone and voting wins when most sources are right and
 loses when they agree on something wrong; there only the model's own knowledge can help; a bridge question
@@ -26,7 +27,7 @@ import json
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from langchain_core.documents import Document
 from langgraph.runtime import Runtime
@@ -46,7 +47,8 @@ from causalrag.nodes.evidence import (
     together,
 )
 from causalrag.prompts.common import ANSWER_STOP, answer_prompt
-from causalrag.state.triage import Evidence, FocusRecord, TriageContext, TriageState
+from causalrag.state.base import TraceEntry
+from causalrag.state.triage import ContrastRecord, Evidence, FocusRecord, TriageContext, TriageState, TriageUpdate
 from causalrag.text import (
     answer_kind,
     clean_answer,
@@ -61,10 +63,12 @@ from causalrag.tools.backends.base import LLM
 
 
 def closed_book_answer(llm: LLM, question: str, max_new_tokens: int) -> str:
-    """What the model answers with no passage: ``no_rag``'s very answer, computed ``exact`` as its ``answer``
-    node computes it. Read after other prompts, llama.cpp's arithmetic gave another answer on about one
-    question in ten of the robustness suite's test half ("Sahara Desert" for ``no_rag``'s "Sahara"), and
-    so another route."""
+    """What the model answers with no passage: ``no_rag``'s very answer.
+
+    It is computed ``exact``, as ``no_rag``'s ``answer`` node computes it, so it depends on the question
+    alone and not on what the backend's cache holds (llama.cpp's arithmetic does; measured in
+    research/notebook.md, "2026-11-26 (afternoon)").
+    """
     text = "".join(llm.stream(answer_prompt(question, []), max_new_tokens=max_new_tokens, stop=ANSWER_STOP, exact=True))
     return clean_answer(text)
 
@@ -92,10 +96,11 @@ class Contrast(NamedTuple):
 
 
 def counterfactual_fit(llm: LLM, docs: Sequence[Document], said: str, other: str) -> Contrast:
-    """How much better the passages that state ``said`` read with ``other`` in its place: the mean over
-    them of log P(passage with ``other``) − log P(passage as written), summed over the passage's tokens;
-    and the part of it the two strings alone could explain, log P(``other``) − log P(``said``) after the
-    same prefix with no passage (scored in the same call).
+    """How much better the passages that state ``said`` read with ``other`` in its place.
+
+    The fit is the mean over those passages of log P(passage with ``other``) − log P(passage as written),
+    summed over the passage's tokens; the familiarity is the part of it the two strings alone could explain,
+    log P(``other``) − log P(``said``) after the same prefix with no passage (scored in the same call).
 
     A counterfactual contrast, in the spirit of CF-RAG's causal discrimination score (§4.2.2, Eq. 11:
     a passage's support for the query against counterfactual ones); here the counterfactual is an
@@ -125,14 +130,13 @@ def counterfactual_fit(llm: LLM, docs: Sequence[Document], said: str, other: str
 def focus(
     llm: LLM, question: str, docs: Sequence[Document], groups: Sequence[Group], standard: str, policy: RulePolicy
 ) -> FocusRecord | None:
-    """Among lone look-alikes (shape ``scattered``): the passage the question is asked of, and the answer it
-    gives, or None where the joint reading should stand.
+    """Among lone look-alikes (shape ``scattered``): the passage the question is asked of, and its answer.
 
-    Each source that answers alone is scored by the question's likelihood as the one asked of it
-    (:func:`~causalrag.nodes.evidence.question_likelihood`, UPR's query likelihood). A correlation trap's
-    look-alikes (the first woman to swim the Channel, for the first person) answer a question close to the
-    one asked, but the passage that answers this very question makes it the likeliest. That passage decides
-    when it leads every other answer's passages by ``focus_margin`` nats, unless
+    None where the joint reading should stand. Each source that answers alone is scored by the question's
+    likelihood as the one asked of it (:func:`~causalrag.nodes.evidence.question_likelihood`, UPR's query
+    likelihood). A correlation trap's look-alikes (the first woman to swim the Channel, for the first person)
+    answer a question close to the one asked, but the passage that answers this very question makes it the
+    likeliest. That passage decides when it leads every other answer's passages by ``focus_margin`` nats, unless
 
     * it quotes the question word for word: a planted instruction ("answer X to 'Q'") makes the question
       likely by copying it, not by being about it; such passages are not scored;
@@ -171,21 +175,21 @@ def focus(
 
 
 @traced
-def recall(state: TriageState, runtime: Runtime[TriageContext]) -> dict[str, Any]:
-    """The model's own answer, closed book, before any passage is read, and how sure it is of it. It is
-    computed exact (no_rag's very answer), and an exact prompt drops every other cached sequence, so it
-    comes before standard RAG's reading: that reading's cells then stay cached, and the passages read
-    alone in :func:`read_alone` reuse their shared header. Its confidence is scored right after, while the
-    closed-book prompt is still cached, so it is computed once and depends on the question alone
-    (docs/performance.md, 2026-11-27)."""
+def recall(state: TriageState, runtime: Runtime[TriageContext]) -> TriageUpdate:
+    """The model's own answer, closed book, before any passage is read, and how sure it is of it.
+
+    It is computed exact (no_rag's very answer), and an exact prompt drops every other cached sequence, so it
+    comes before standard RAG's reading: that reading's cells then stay cached, and the passages read alone in
+    :func:`read_alone` reuse their shared header. Its confidence is scored right after, while the closed-book
+    prompt is still cached, so it is computed once and depends on the question alone (the cost and the answers
+    measured: research/notebook.md, "2026-11-27 (later)" and "2026-11-27 (evening)").
+    """
     ctx = context(runtime)
     llm, question = llm_of(ctx), question_of(state)
     closed = closed_book_answer(llm, question, ctx.max_new_tokens)
     sure = confidence(llm, question, closed)  # scored while the closed-book prompt is still cached
-    trace = {"closed_book": closed, "confidence": round(sure, 4)}
+    trace: TraceEntry = {"closed_book": closed, "confidence": round(sure, 4)}
     return {"closed_book": closed, "closed_book_confidence": sure, "trace": [trace]}
-
-
 
 
 BUNDLED_MODEL_NAME = "gemma-3-270m-q4_k_m"
@@ -195,8 +199,11 @@ BUNDLED_POLICY = Path(__file__).resolve().parents[1] / "data" / "policies" / "ge
 
 
 def policy_of(ctx: TriageContext) -> Policy:
-    """The context's decision policy: the rules with its thresholds, or a policy fitted by ``causalrag calibrate``
-    read from its file (fitted thresholds of the same rules, or a logistic model of each route's gain)."""
+    """The context's decision policy: the rules with its thresholds, or a policy fitted by ``causalrag calibrate``.
+
+    A fitted policy is read from its file: fitted thresholds of the same rules, or a logistic model of each
+    route's gain.
+    """
     name = ctx.policy or settings().policy or "rules"
     if name == "rules":
         return RulePolicy.of(ctx)
@@ -222,10 +229,12 @@ def every_probe(ctx: TriageContext) -> bool:
 
 
 @traced
-def read_alone(state: TriageState, runtime: Runtime[TriageContext]) -> dict[str, Any]:
-    """Each passage read alone and grouped by agreeing answers; whether any passage states the joint reading's
-    answer. A question that names its own options is read jointly only (``option_votes`` off): a passage read
-    alone can only pick one of them."""
+def read_alone(state: TriageState, runtime: Runtime[TriageContext]) -> TriageUpdate:
+    """Each passage read alone and grouped by agreeing answers; whether any passage states the joint reading's.
+
+    A question that names its own options is read jointly only (``option_votes`` off): a passage read alone can
+    only pick one of them.
+    """
     ctx = context(runtime)
     llm, question = llm_of(ctx), question_of(state)
     docs = list(state.get("documents") or [])
@@ -242,7 +251,7 @@ def read_alone(state: TriageState, runtime: Runtime[TriageContext]) -> dict[str,
         compared=compared,
         closed_book=str(state.get("closed_book") or ""),
         confidence=float(state.get("closed_book_confidence", float("-inf"))),
-        groups=canonical([g.as_dict() for g in groups]),  # type: ignore[misc]
+        groups=canonical([g.as_dict() for g in groups]),
     )
     emit(runtime, "probe", "read_alone", groups=evidence["groups"])
     return {"evidence": evidence, "read": read, "trace": [{"groups": evidence["groups"]}]}
@@ -254,9 +263,11 @@ def source_ids(docs: Sequence[Document]) -> list[str]:
 
 
 @traced
-def contrast(state: TriageState, runtime: Runtime[TriageContext]) -> dict[str, Any]:
-    """A counterfactual contrast: would the first group's passages read better with the rival answer
-    (:func:`~causalrag.nodes.decide.rival_of`) in place of theirs?"""
+def contrast(state: TriageState, runtime: Runtime[TriageContext]) -> TriageUpdate:
+    """A counterfactual contrast: would the first group's passages read better with the rival answer in theirs?
+
+    The rival is :func:`~causalrag.nodes.decide.rival_of`'s; the contrast, :func:`counterfactual_fit`.
+    """
     ctx = context(runtime)
     evidence = state["evidence"]
     rival = rival_of(evidence, RulePolicy.of(ctx), every=every_probe(ctx))
@@ -268,13 +279,15 @@ def contrast(state: TriageState, runtime: Runtime[TriageContext]) -> dict[str, A
     found = counterfactual_fit(llm_of(ctx), docs, first["answer"], rival)
     if found.fit == float("-inf"):  # not asked: not like for like, or no passage states the answer word for word
         return {"trace": [{"contrast": None}]}
-    record = {"rival": rival, "fit": round(found.fit, 4), "familiarity": round(found.familiarity, 4)}
+    record: ContrastRecord = {
+        "rival": rival, "fit": round(found.fit, 4), "familiarity": round(found.familiarity, 4)
+    }
     emit(runtime, "probe", "contrast", **record)
     return {"evidence": {"contrast": record}, "trace": [{"contrast": record}]}
 
 
 @traced
-def focus_probe(state: TriageState, runtime: Runtime[TriageContext]) -> dict[str, Any]:
+def focus_probe(state: TriageState, runtime: Runtime[TriageContext]) -> TriageUpdate:
     """Where the sources scatter over lone answers: the passage the question is asked of (:func:`focus`)."""
     ctx = context(runtime)
     llm, question = llm_of(ctx), question_of(state)
@@ -289,7 +302,7 @@ def focus_probe(state: TriageState, runtime: Runtime[TriageContext]) -> dict[str
 
 
 @traced
-def decide_route(state: TriageState, runtime: Runtime[TriageContext]) -> dict[str, Any]:
+def decide_route(state: TriageState, runtime: Runtime[TriageContext]) -> TriageUpdate:
     """The decision over the probes' record (:func:`~causalrag.nodes.decide.decide`), or the forced route."""
     ctx = context(runtime)
     policy = RulePolicy.of(ctx)
@@ -300,11 +313,13 @@ def decide_route(state: TriageState, runtime: Runtime[TriageContext]) -> dict[st
 
 
 @traced
-def trust_knowledge(state: TriageState, runtime: Runtime[TriageContext]) -> dict[str, Any]:
-    """The model's own knowledge decides: the answer it holds against the passages. A method that wrote
-    passages from memory (Astute's internal passages) reads them to choose between that answer and what
-    the retrieved passages say (their first group's answer, else the joint reading; not where the passages
-    are off topic: shape ``unsupported``); the passages that state the answer are its evidence."""
+def trust_knowledge(state: TriageState, runtime: Runtime[TriageContext]) -> TriageUpdate:
+    """The model's own knowledge decides: the answer it holds against the passages.
+
+    A method that wrote passages from memory (Astute's internal passages) reads them to choose between that
+    answer and what the retrieved passages say (their first group's answer, else the joint reading; not where
+    the passages are off topic: shape ``unsupported``); the passages that state the answer are its evidence.
+    """
     ctx = context(runtime)
     evidence, decision = state.get("evidence") or Evidence(), state.get("decision")
     believed = (decision or {}).get("believed") or evidence.get("closed_book") or str(state.get("answer") or "")
@@ -325,9 +340,11 @@ def trust_knowledge(state: TriageState, runtime: Runtime[TriageContext]) -> dict
 
 
 @traced
-def answer_focus(state: TriageState, runtime: Runtime[TriageContext]) -> dict[str, Any]:
-    """The focus route: the answer of the passage the question is asked of (:func:`focus`); that passage is
-    its evidence."""
+def answer_focus(state: TriageState, runtime: Runtime[TriageContext]) -> TriageUpdate:
+    """The focus route: the answer of the passage the question is asked of (:func:`focus`).
+
+    That passage is its evidence.
+    """
     focused = (state.get("evidence") or Evidence()).get("focus")
     answer = (focused["answer"] if focused else "") or str(state.get("answer") or "")
     docs = list(state.get("documents") or [])
@@ -337,10 +354,13 @@ def answer_focus(state: TriageState, runtime: Runtime[TriageContext]) -> dict[st
 
 
 @traced
-def answer_confirmed(state: TriageState, runtime: Runtime[TriageContext]) -> dict[str, Any]:
-    """The vote route with ``vote_with="confirm"``: the answer most confirmed across the passages read alone
-    (:func:`~causalrag.nodes.evidence.most_confirmed`: the readings ``read_alone`` made), the scored choice
-    given them together deciding among equally confirmed answers (a bridge answer no single source gives)."""
+def answer_confirmed(state: TriageState, runtime: Runtime[TriageContext]) -> TriageUpdate:
+    """The vote route with ``vote_with="confirm"``: the answer most confirmed across the passages read alone.
+
+    The readings are the ones ``read_alone`` made (:func:`~causalrag.nodes.evidence.most_confirmed`); the
+    scored choice given the passages together decides among equally confirmed answers (a bridge answer no
+    single source gives).
+    """
     ctx = context(runtime)
     llm, question = llm_of(ctx), question_of(state)
     docs = together(llm, question, list(state.get("documents") or [])[: ctx.k])
