@@ -119,8 +119,8 @@ def answer_prompt(question: str, documents: Sequence[Document]) -> str:
     """Short-answer prompt; closed book when there are no documents.
 
     Passages are listed in reverse rank order, so the best one sits next to the question
-    (Astute RAG §4.1 presents passages reversed too); measured on the bundled HotpotQA questions
-    with the 270M model this beat rank order (EM 25 vs 20, F1 37 vs 34).
+    (Astute RAG §4.1 presents passages reversed too); with the bundled model it beat rank order on the
+    bundled HotpotQA questions (research/performance-history.md, "figures that docstrings narrated").
     """
     question = one_line(question)
     if not documents:

@@ -1,4 +1,4 @@
-"""Scored tokens with the normalizer over a shortlist of the vocabulary, not all of it (issue 32).
+"""Scored tokens with the normalizer over a shortlist of the vocabulary, not all of it.
 
 A scored token's log-probability is its logit minus a normalizer: ``log p(t | h) = l_t − log Σ_v exp(l_v)``
 with ``l = W h``. At the bundled model's 262,144-entry vocabulary, projecting a hidden state on every row
@@ -9,22 +9,22 @@ of ``W`` (and summing) is most of a scored token's cost. :class:`Shortlist` proj
   first :data:`DERIVE_TOKENS` tokens of each passage of the demo collection — the 200 HotpotQA-20
   paragraphs and the handwritten demo passages). That mean next-token distribution is the model's
   estimate of English token frequencies; it covers more of the normalizer than counting tokens of a
-  text, or the tokenizer's merge ranks (measured in ``benchmarks/shortlist.py``'s docstring);
+  text, or the tokenizer's merge ranks (the comparison is in ``benchmarks/shortlist.py``'s docstring);
 * **the row's own tokens** up to and including the scored one: a model copies from its context, so the
   names and rare words it has just read carry much of the mass outside F, and the scored token is always in.
 
 The sum over that subset is below the full one, so a log-probability comes out slightly high (never
 low); ``benchmarks/shortlist.py`` measures by how much on the methods' own scored calls, and whether
-any choice or ranking changes. Only the normalizer is approximate: a logit itself is the full model's
-(llama.cpp: reproduced to ~1e-5 from its final hidden state, see :class:`Shortlist`).
-:meth:`Shortlist.logits` serves scores that need no normalizer (``yes_probability``'s P(yes)/(P(yes)+P(no))) exactly.
+any choice or ranking changes (its figures: docs/performance.md, "Scored tokens over a shortlist").
+Only the normalizer is approximate: a logit itself is the full model's (llama.cpp: reproduced to ~1e-5
+from its final hidden state, see :class:`Shortlist`). :meth:`Shortlist.logits` serves scores that need
+no normalizer (``yes_probability``'s P(yes)/(P(yes)+P(no))) exactly.
 
-**Off by default** (issue 32's rule: the default only if the contract holds). ``CAUSALRAG_SHORTLIST=1`` (or a
-backend's ``shortlist=True``) turns it on. Measured on the methods' own scored calls (``benchmarks/shortlist.py``,
-llama.cpp, 4 conflict + 2 HotpotQA-20 questions, 10,475 scored tokens, 65,536-token shortlist): |Δ log p| mean
-0.0061, p95 0.018, max 2.15 nats; every choice kept its best option (224 of 224), every MoI ranking its order
-(6 of 6), P(yes) shares moved by < 2e-6 — but 1 of 6 CIS rankings changed its order (a passage's log-prob sums
-~40–100 tokens' errors), short of the 99 % asked.
+**Off by default**: it would be the default only if its answers agreed with the full softmax's (≥ 99 % of
+choices and rankings), and they do not quite: choices keep their best option and P(yes) shares barely move,
+but a CIS ranking can change its order, since a passage's log-prob sums the errors of ~40–100 tokens (the
+agreement measured: docs/performance.md, "Scored tokens over a shortlist"). ``CAUSALRAG_SHORTLIST=1`` (or a
+backend's ``shortlist=True``) turns it on.
 """
 
 from __future__ import annotations
@@ -46,9 +46,11 @@ log = logging.getLogger(__name__)
 
 ENV = "CAUSALRAG_SHORTLIST"
 SIZE = 65536
-"""Tokens in the fixed shortlist (1/4 of the bundled model's vocabulary). Chosen by measurement on 2,224
-question-prefixed passage positions (``benchmarks/shortlist.py``): mean |Δ log p| 0.0045 nats a token at
-65,536 against 0.021 at 32,768 and 0.052 at 16,384, for a projection 1/4, 1/8 and 1/16 of the full one."""
+"""Tokens in the fixed shortlist: 1/4 of the bundled model's vocabulary, so a projection 1/4 of the full one.
+
+Half as many tokens err several times more per scored token (the sizes compared: ``benchmarks/shortlist.py``'s
+docstring and docs/performance.md, "Scored tokens over a shortlist").
+"""
 RANKED = 65536
 """Tokens a derived ranking keeps (the shortlist is its first ``size``)."""
 DERIVE_TOKENS = 32
@@ -83,15 +85,19 @@ def derive(mean_probability: np.ndarray, size: int = RANKED) -> np.ndarray:
 
 
 def ranking(model: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
-    """The derived token ranking of ``model`` (a file-name key): shipped in ``causalrag/data`` for the bundled
-    model, else computed once (:func:`derive`) and kept in the model cache (``CAUSALRAG_CACHE``)."""
+    """The derived token ranking of ``model`` (a file-name key), most probable token first.
+
+    Shipped in ``causalrag/data`` for the bundled model; for another model ``compute()`` (:func:`derive`)
+    runs once and its result is kept in the model cache (``CAUSALRAG_CACHE``).
+    """
     from causalrag.config import settings
     from causalrag.corpus import DATA
 
     shipped = DATA / f"shortlist-{model}.npy"
     path = shipped if shipped.exists() else settings().model_cache / f"{model}-shortlist.npy"
     if path.exists():
-        return np.load(path)
+        stored: np.ndarray = np.load(path)
+        return stored
     log.warning("Deriving the scored-token shortlist of %s once into %s (about a minute).", model, path)
     ids = compute()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -102,8 +108,11 @@ def ranking(model: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
 
 
 def quantize_q8_0(hidden: torch.Tensor) -> torch.Tensor:
-    """The activations as llama.cpp's Q8_0 dot products see them (blocks of 32, an fp16 scale each, values
-    rounded to the nearest integer of ±127): projecting these reproduces its logits to ~1e-5, not ~0.03."""
+    """The activations as llama.cpp's Q8_0 dot products see them.
+
+    Blocks of 32 values, an fp16 scale each, values rounded to the nearest integer of ±127: projecting
+    these reproduces llama.cpp's logits to ~1e-5, not ~0.03.
+    """
     import torch
 
     blocks = hidden.reshape(hidden.shape[0], -1, 32)
@@ -114,8 +123,9 @@ def quantize_q8_0(hidden: torch.Tensor) -> torch.Tensor:
 
 
 class Shortlist:
-    """Log-probs of scored tokens from final hidden states, projecting the fixed shortlist's rows and each
-    row's own tokens only.
+    """Log-probs of scored tokens from final hidden states, over the shortlist's and the row's own tokens.
+
+    Only the output matrix's rows of the fixed shortlist and of each row's own tokens are projected.
 
     ``fixed``: the fixed shortlist's token ids; ``rows(ids)``: those rows of the output matrix as a torch
     tensor (any ids; the fixed ones are fetched once); ``softcap``: the model's final logit soft-capping
@@ -161,8 +171,11 @@ class Shortlist:
         rows: Sequence[Sequence[int]] | Mapping[int, Sequence[int]],
         where: Sequence[tuple[int, int]],
     ) -> list[float]:
-        """log p of token ``rows[r][p]`` given the hidden state ``hidden[k]`` (that of position ``p − 1``), for
-        each ``where[k] = (r, p)``; the normalizer runs over the fixed shortlist and ``rows[r][: p + 1]``."""
+        """Log-probs of scored tokens, one per ``where[k] = (r, p)``.
+
+        Each is log p of token ``rows[r][p]`` given the hidden state ``hidden[k]`` (that of position
+        ``p − 1``); the normalizer runs over the fixed shortlist and ``rows[r][: p + 1]``.
+        """
         import torch
 
         if not len(where):

@@ -10,12 +10,13 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from causalrag.errors import ModelNotFoundError
 from causalrag.tools.usage import Usage
 
 Reduce = Literal["sum", "mean"]
+T = TypeVar("T")
 
 YES_WORDS = (" Yes", "Yes", " yes", "yes", " YES")
 """Spellings of "yes" whose next-token probabilities ``yes_probability`` adds up."""
@@ -48,21 +49,44 @@ class LLM(Protocol):
         n: int = 1,
         stop: Sequence[str] | None = None,
         seed: int | None = None,
-    ) -> list[list[str]]: ...
+    ) -> list[list[str]]:
+        """``n`` completions per prompt (greedy at ``temperature=0``, where all ``n`` are the same text).
+
+        Args:
+            prompts: The prompts, each as plain text (a backend applies its chat template itself).
+            max_new_tokens: Most tokens a completion may take.
+            temperature: 0 for greedy decoding; above 0, pure temperature sampling.
+            n: Completions per prompt.
+            stop: Strings a completion is cut at (the stop string itself is not returned).
+            seed: Seeds the sampling, so the same call gives the same texts.
+
+        Returns:
+            Per prompt, its ``n`` completions.
+        """
+        ...
 
     def stream(
         self, prompt: str, *, max_new_tokens: int = 64, stop: Sequence[str] | None = None, exact: bool = False
     ) -> Iterator[str]:
-        """Greedy completion of one prompt, piece by piece. ``exact=True``: the text depends on the prompt
-        alone, not on what the backend computed before (a backend whose cached prefixes change its
-        arithmetic computes this prompt from an empty cache; a remote server is asked as usual)."""
+        """Greedy completion of one prompt, piece by piece.
+
+        ``exact=True``: the text depends on the prompt alone, not on what the backend computed before (a
+        backend whose cached prefixes change its arithmetic computes this prompt from an empty cache; a
+        remote server is asked as usual).
+        """
         ...
 
-    def logprob(
-        self, prefixes: Sequence[str], continuations: Sequence[str], *, reduce: Reduce = "sum"
-    ) -> list[float]: ...
+    def logprob(self, prefixes: Sequence[str], continuations: Sequence[str], *, reduce: Reduce = "sum") -> list[float]:
+        """Sum (or mean, ``reduce="mean"``) of token log-probs of each continuation given its prefix.
 
-    def yes_probability(self, prompts: Sequence[str]) -> list[float]: ...
+        Prefixes and continuations are raw text (no chat template); the space between them belongs to
+        the continuation. An empty continuation scores 0.0.
+        """
+        ...
+
+    def yes_probability(self, prompts: Sequence[str]) -> list[float]:
+        """P(yes) / (P(yes) + P(no)) of the next token after each (chat-formatted) prompt."""
+        ...
 
     def choose(
         self,
@@ -71,7 +95,9 @@ class LLM(Protocol):
         *,
         neutral: Sequence[str] | None = None,
         reduce: Reduce = "mean",
-    ) -> list[Choice]: ...
+    ) -> list[Choice]:
+        """One scored :class:`Choice` per prompt among its options (see :meth:`Judge.choose`)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -92,9 +118,10 @@ class Choice:
 
     @property
     def answer(self) -> str | None:
+        """The highest-scored option (None without options)."""
         return self.options[self.best] if self.options else None
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """JSON-ready, rounded, for traces and stream events."""
         return {
             "options": list(self.options),
@@ -103,9 +130,10 @@ class Choice:
         }
 
 
-def regroup(flat: Sequence, sizes: Sequence[int]) -> list[list]:
+def regroup(flat: Sequence[T], sizes: Sequence[int]) -> list[list[T]]:
     """Split a flat list into consecutive groups of the given sizes (one per prompt's options)."""
-    out, start = [], 0
+    out: list[list[T]] = []
+    start = 0
     for size in sizes:
         out.append(list(flat[start : start + size]))
         start += size
@@ -113,6 +141,7 @@ def regroup(flat: Sequence, sizes: Sequence[int]) -> list[list]:
 
 
 def softmax(scores: Sequence[float]) -> tuple[float, ...]:
+    """Probabilities from scores; a non-finite score gets 0, and all-non-finite scores share evenly."""
     finite = [s for s in scores if math.isfinite(s)]
     if not finite:
         return tuple(1 / len(scores) for _ in scores) if scores else ()
@@ -145,8 +174,11 @@ class Judge:
         raise NotImplementedError
 
     def reply_text(self, prompt: str, option: str) -> str:
-        """How an option continues its prompt: after a base model's ``Answer:`` with a space; as the
-        whole reply of a chat-formatted prompt."""
+        """How an option continues its prompt, as the text scored after it.
+
+        After a base model's ``Answer:`` the option follows with a space; after a chat-formatted prompt
+        it is the whole reply.
+        """
         option = " ".join(str(option).split())
         if self.has_chat_template or not prompt or prompt[-1].isspace():
             return option
@@ -236,8 +268,11 @@ def bundled_gguf() -> Path:
 
 
 def cpu_has_bf16() -> bool:
-    """Whether this CPU computes bfloat16 natively (AVX512-BF16 or AMX): there bf16 weights decode
-    about 1.6× faster than fp32 (half the bytes a token reads); elsewhere torch emulates it slowly."""
+    """Whether this CPU computes bfloat16 natively (AVX512-BF16 or AMX).
+
+    There bf16 weights decode about 1.6× faster than fp32 (half the bytes a token reads); elsewhere torch
+    emulates bf16 slowly.
+    """
     try:
         flags = Path("/proc/cpuinfo").read_text()
     except OSError:
@@ -256,4 +291,3 @@ def pick_device(requested: str | None = None) -> str:
     if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
         return "mps"
     return "cpu"
-

@@ -23,13 +23,16 @@ from pydantic import ConfigDict
 from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential
 
 from causalrag.errors import ScoringUnavailableError
-from causalrag.tools.backends.base import estimate_tokens, truncate_at_stop
+from causalrag.tools.backends.base import Choice, estimate_tokens, truncate_at_stop
 from causalrag.tools.usage import Usage, record
 
 
 def takes(function: Callable[..., Any], name: str) -> bool:
-    """Whether ``function`` accepts keyword ``name``: a user's backend written before ``LLM.stream`` had
-    ``exact`` still streams (it promises nothing about exactness)."""
+    """Whether ``function`` accepts keyword ``name``.
+
+    A user's backend written before ``LLM.stream`` had ``exact`` still streams (it promises nothing about
+    exactness).
+    """
     parameters = inspect.signature(function).parameters.values()
     return any(p.name == name or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
 
@@ -180,6 +183,11 @@ class ChatModelLLM:
         stop: Sequence[str] | None = None,
         seed: int | None = None,
     ) -> list[list[str]]:
+        """``n`` replies per prompt: one chat call each when sampling, one shared reply when greedy.
+
+        ``max_new_tokens`` and ``seed`` are not passed on (the chat model's own settings apply), and
+        ``temperature`` only says whether to sample.
+        """
         calls = n if temperature > 0 else 1
         texts = self._batch([p for p in prompts for _ in range(calls)], stop)
         grouped = [texts[i * calls : (i + 1) * calls] for i in range(len(prompts))]
@@ -188,6 +196,7 @@ class ChatModelLLM:
     def stream(
         self, prompt: str, *, max_new_tokens: int = 64, stop: Sequence[str] | None = None, exact: bool = False
     ) -> Iterator[str]:
+        """One prompt's reply, piece by piece as the chat model streams it (``exact`` promises nothing here)."""
         model = self.chat_model.bind(stop=list(stop)) if stop else self.chat_model
         text = ""
         for chunk in model.stream([HumanMessage(prompt)]):
@@ -201,10 +210,13 @@ class ChatModelLLM:
         record(self.usage, Usage(calls=1))
 
     def logprob(self, prefixes: Sequence[str], continuations: Sequence[str], *, reduce: str = "sum") -> list[float]:
+        """Not available: a chat interface gives no token log-probabilities."""
         raise ScoringUnavailableError(f"LangChain chat model ({self.name})", "token log-probabilities")
 
     def yes_probability(self, prompts: Sequence[str]) -> list[float]:
+        """Not available: a chat interface gives no next-token probabilities."""
         raise ScoringUnavailableError(f"LangChain chat model ({self.name})", "yes/no probabilities")
 
-    def choose(self, prompts: Sequence[str], options: Sequence[Sequence[str]], **_: Any) -> list:
+    def choose(self, prompts: Sequence[str], options: Sequence[Sequence[str]], **_: Any) -> list[Choice]:
+        """Not available: scored choices need token log-probabilities."""
         raise ScoringUnavailableError(f"LangChain chat model ({self.name})", "scored choices among options")

@@ -28,10 +28,10 @@ sequence at a time and computes logits either for the last token or for every to
 
 llama.cpp's kernels are not batch-invariant: the same tokens decoded in batches of other sizes
 (a cached prefix, more continuations) move a token's log-prob by up to ~0.5 nats, and so does where
-the cells sit in the cache (0.07 nats a token on average between two row orders); the quantized
-arithmetic differs from transformers' de-quantized float32 by 0.065 nats a token on average (max 0.7;
-measured on 24 passages × ~100 tokens, scored twice), enough to flip a near-tie in a greedy answer
-now and then. Seeded sampling empties the cache first, so a seed gives the same text every time.
+the cells sit in the cache; the quantized arithmetic differs from transformers' de-quantized float32
+by a few hundredths of a nat a token on average, enough to flip a near-tie in a greedy answer now and
+then (the figures: docs/performance.md, "Accuracy before and after the row-order change" and
+"Backends"). Seeded sampling empties the cache first, so a seed gives the same text every time.
 
 Sampling happens in numpy on the copied logits (greedy, or pure temperature sampling with
 ``top_p = 1`` and no top-k, as the transformers backend does), seeded by ``seed``.
@@ -47,6 +47,8 @@ import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 
@@ -88,8 +90,11 @@ _last_level = logging.DEBUG
 
 
 def route_ggml_log(level: int, text: bytes, _user_data: object = None) -> None:
-    """llama.cpp's log lines → this module's logger: errors as errors, its warnings and chatter below
-    WARNING, so a normal load prints nothing (``logging.getLogger("causalrag.tools.backends.llamacpp")`` shows them)."""
+    """Route llama.cpp's log lines to this module's logger: errors as errors, the rest below WARNING.
+
+    A normal load then prints nothing; ``logging.getLogger("causalrag.tools.backends.llamacpp")`` shows
+    llama.cpp's warnings and chatter.
+    """
     global _last_level
     _last_level = _last_level if level == _GGML_CONT else _GGML_LEVELS.get(level, logging.DEBUG)
     message = text.decode("utf-8", errors="replace").rstrip()
@@ -142,7 +147,7 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
 
 
 def log_normalizer(logits: np.ndarray) -> float:
-    """log Σ exp(logits): subtracted from a logit it gives that token's log-probability (float32 exps, float64 sum)."""
+    """Log Σ exp(logits): subtracted from a logit it gives that token's log-probability (float32 exps, float64 sum)."""
     top = float(logits.max())
     return top + float(np.log(np.exp(logits - top).sum(dtype=np.float64)))
 
@@ -150,7 +155,8 @@ def log_normalizer(logits: np.ndarray) -> float:
 _callback = None  # the C callback must outlive every model
 
 
-def _ggml_log_callback(llama_cpp):
+def _ggml_log_callback(llama_cpp: ModuleType) -> Any:
+    """The C log callback for ``llama_log_set`` (made once: it must outlive every model)."""
     global _callback
     if _callback is None:
         _callback = llama_cpp.llama_log_callback(route_ggml_log)
@@ -165,7 +171,8 @@ class LlamaCppLLM(Judge):
     cached prefixes), ``parallel`` the rows generated together, ``max_outputs`` the logit rows one
     decode call may return (bounds memory: 1 MB each here). ``shortlist`` (default: ``CAUSALRAG_SHORTLIST``,
     off) scores tokens with the normalizer over a shortlist (:mod:`causalrag.tools.shortlist`); off, every
-    scored token gets its full softmax. On, a graph callback runs for every node of every decode (~0.3 ms a call).
+    scored token gets its full softmax. On, a graph callback runs for every node of every decode (its cost:
+    docs/performance.md, "Scored tokens over a shortlist").
     """
 
     def __init__(
@@ -247,24 +254,33 @@ class LlamaCppLLM(Judge):
 
     @property
     def context_window(self) -> int:
+        """The KV cache's tokens (``n_ctx``): one prompt plus its reply must fit in it."""
         return self.n_ctx
 
     # ---- the shortlist's hidden states
     def _observe(self, tensor: int, ask: bool, _data: int) -> bool:
-        """llama.cpp's graph callback: while a decode asks for hidden states, copy ``result_norm`` (the final
-        hidden state of every output row) and end the graph there, before the output projection."""
+        """llama.cpp's graph callback: capture the final hidden states when a decode asks for them.
+
+        While a decode asks for hidden states, it copies ``result_norm`` (the final hidden state of every
+        output row) and ends the graph there, before the output projection.
+        """
         if self._captured is None:
             return False
         if ask:
-            return self._ggml.ggml_get_name(tensor) == b"result_norm"
+            name: bytes | None = self._ggml.ggml_get_name(tensor)
+            return name == b"result_norm"
         values = np.empty(self._ggml.ggml_nelements(tensor), dtype=np.float32)
         self._ggml.ggml_backend_tensor_get(tensor, values.ctypes.data, 0, values.nbytes)
         self._captured.append(values.reshape(-1, self._model.n_embd()))
         return False
 
     def _load_shortlist(self) -> Shortlist | None:
-        """The shortlist on this GGUF's output matrix, checked against llama.cpp's own logits on one row
-        (None, with a warning, when the hidden states cannot be had or do not reproduce them)."""
+        """The shortlist on this GGUF's output matrix, checked against llama.cpp's own logits on one row.
+
+        Returns:
+            The shortlist; None, with a warning, when the hidden states cannot be had or do not reproduce
+            llama.cpp's logits.
+        """
         import gguf
         import torch
 
@@ -302,8 +318,11 @@ class LlamaCppLLM(Judge):
         return shortlist
 
     def _derive_shortlist(self) -> np.ndarray:
-        """:func:`~causalrag.tools.shortlist.derive` from llama.cpp's full next-token distributions at every
-        position of :func:`~causalrag.tools.shortlist.derivation_rows`."""
+        """Derive the shortlist's token ranking from llama.cpp's full next-token distributions.
+
+        :func:`~causalrag.tools.shortlist.derive` over the mean distribution at every position of
+        :func:`~causalrag.tools.shortlist.derivation_rows`.
+        """
         rows = derivation_rows(lambda text: self._tokens(text, start=True))
         total, count = np.zeros(self.n_vocab, dtype=np.float64), 0
 
@@ -319,6 +338,7 @@ class LlamaCppLLM(Judge):
         return derive(total / count)
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Tokens each text takes as a generation prompt (chat template included where the GGUF has one)."""
         return [len(self._prompt_tokens(t)) for t in texts]
 
     # ---- text → tokens
@@ -337,7 +357,9 @@ class LlamaCppLLM(Judge):
     def _prompt_tokens(self, prompt: str) -> list[int]:
         """Tokens of a generation prompt: BOS + text, or the chat-formatted text with its special tokens."""
         text = self.format(prompt).encode("utf-8")
-        return self._model.tokenize(text, add_bos=not self.has_chat_template, special=self.has_chat_template)
+        chat = self.has_chat_template
+        tokens: list[int] = self._model.tokenize(text, add_bos=not chat, special=chat)
+        return tokens
 
     def _tokens(self, text: str, *, start: bool) -> list[int]:
         """Raw-text tokens for scoring; ``start`` adds BOS (or EOS as a separator when there is none)."""
@@ -376,53 +398,102 @@ class LlamaCppLLM(Judge):
         one at a time, least recently used first, until the call fits: the prefixes still in use (the
         evidence every module of an iteration starts with) stay cached.
         """
-        lib, batch = self._lib, self._batch.batch
         start = 0
         while start < len(entries):
-            n = outputs = 0
-            while start + n < len(entries) and n < self.n_batch:
-                token, pos, seqs, want = entries[start + n]
-                if want and outputs == self.max_outputs:
-                    break
-                batch.token[n], batch.pos[n], batch.n_seq_id[n], batch.logits[n] = token, pos, len(seqs), want
-                for j, s in enumerate(seqs):
-                    batch.seq_id[n][j] = s
-                outputs += want
-                n += 1
-            batch.n_tokens = n
-            self._captured = [] if hidden and outputs else None
-            try:
-                code = lib.llama_decode(self._ctx.ctx, batch)
-                for seq in self._idle(keep) if code == 1 else []:
-                    self._drop(seq)
-                    code = lib.llama_decode(self._ctx.ctx, batch)
-                    if code != 1:
-                        break
-                captured = np.concatenate(self._captured) if self._captured else None
-            finally:
-                self._captured = None
-            if code != 0:
-                reason = f"the {self.n_ctx}-token context is full" if code == 1 else "see the llama.cpp log lines"
-                raise RuntimeError(f"llama.cpp could not decode a batch (code {code}): {reason}.")
-            record(self.usage, Usage(forward_passes=1))
+            n, outputs = self._fill_batch(entries, start)
+            captured = self._decode_batch(keep, capture=bool(hidden and outputs))
             if hidden and outputs and (captured is None or len(captured) != outputs):
                 got = 0 if captured is None else len(captured)
                 raise RuntimeError(f"llama.cpp gave {got} hidden states for {outputs} outputs: unset {ENV}.")
             if use is not None:
-                j = 0
-                for i in range(n):
-                    if batch.logits[i]:
-                        if captured is not None:  # hidden states were asked for (and counted above)
-                            use(start + i, captured[j])
-                            j += 1
-                        else:
-                            row = lib.llama_get_logits_ith(self._ctx.ctx, i)
-                            use(start + i, np.ctypeslib.as_array(row, shape=(self.n_vocab,)))
+                self._hand_out(use, start, n, captured)
             start += n
 
+    def _fill_batch(self, entries: Sequence[Entry], start: int) -> tuple[int, int]:
+        """Put ``entries`` from ``start`` on into the llama.cpp batch, as many as one decode call takes.
+
+        A call takes at most ``n_batch`` tokens and ``max_outputs`` logit rows.
+
+        Returns:
+            How many entries the batch holds, and how many of them want logits.
+        """
+        batch = self._batch.batch
+        n = outputs = 0
+        while start + n < len(entries) and n < self.n_batch:
+            token, pos, seqs, want = entries[start + n]
+            if want and outputs == self.max_outputs:
+                break
+            batch.token[n], batch.pos[n], batch.n_seq_id[n], batch.logits[n] = token, pos, len(seqs), want
+            for j, s in enumerate(seqs):
+                batch.seq_id[n][j] = s
+            outputs += want
+            n += 1
+        batch.n_tokens = n
+        return n, outputs
+
+    def _decode_batch(self, keep: Sequence[int], *, capture: bool) -> np.ndarray | None:
+        """Decode the filled batch (:meth:`_decode_dropping_idle`) and count it as one forward pass.
+
+        ``capture=True`` has the graph callback (:meth:`_observe`) copy the final hidden states.
+
+        Returns:
+            The captured hidden states, one row per output, or None when none were captured.
+
+        Raises:
+            RuntimeError: llama.cpp could not decode the batch (the context is full even without idle
+                sequences, or another error its log lines name).
+        """
+        self._captured = [] if capture else None
+        try:
+            code = self._decode_dropping_idle(keep)
+            captured = np.concatenate(self._captured) if self._captured else None
+        finally:
+            self._captured = None
+        if code != 0:
+            reason = f"the {self.n_ctx}-token context is full" if code == 1 else "see the llama.cpp log lines"
+            raise RuntimeError(f"llama.cpp could not decode a batch (code {code}): {reason}.")
+        record(self.usage, Usage(forward_passes=1))
+        return captured
+
+    def _decode_dropping_idle(self, keep: Sequence[int]) -> int:
+        """``llama_decode`` of the filled batch; while the cache is full, drop an idle sequence and try again.
+
+        Sequences outside ``keep`` go one at a time in :meth:`_idle`'s order. Returns llama.cpp's code (0:
+        decoded, 1: no room in the cache, else an error).
+        """
+        lib, batch = self._lib, self._batch.batch
+        code: int = lib.llama_decode(self._ctx.ctx, batch)
+        for seq in self._idle(keep) if code == 1 else []:
+            self._drop(seq)
+            code = lib.llama_decode(self._ctx.ctx, batch)
+            if code != 1:
+                break
+        return code
+
+    def _hand_out(
+        self, use: Callable[[int, np.ndarray], None], start: int, n: int, captured: np.ndarray | None
+    ) -> None:
+        """Call ``use(k, output)`` for every entry ``k`` of the decoded batch that wanted an output.
+
+        The output is the entry's row of ``captured`` (hidden states) when there is one, else a view of its
+        logits in llama.cpp's buffer. ``start`` is the first batch entry's index in the entries decoded.
+        """
+        lib, batch = self._lib, self._batch.batch
+        j = 0
+        for i in range(n):
+            if batch.logits[i]:
+                if captured is not None:  # hidden states were asked for (and counted by _decode)
+                    use(start + i, captured[j])
+                    j += 1
+                else:
+                    row = lib.llama_get_logits_ith(self._ctx.ctx, i)
+                    use(start + i, np.ctypeslib.as_array(row, shape=(self.n_vocab,)))
+
     def clear_cache(self) -> None:
-        """Drop every cached sequence and saved exact prompt (after an error the cache content is unknown;
-        benchmarks start cold)."""
+        """Drop every cached sequence and saved exact prompt.
+
+        After an error the cache's content is unknown; benchmarks start cold.
+        """
         self._empty_cells()
         self._snapshots.clear()
 
@@ -437,8 +508,11 @@ class LlamaCppLLM(Judge):
         return self._reuse_order(s for s in range(self.n_seq) if s not in keep and self._held[s])
 
     def _reuse_order(self, seqs: Iterable[int]) -> list[int]:
-        """``seqs`` in the order they are given up: least recently used first, the exact blocks last, so
-        the next question's exact reading finds its header blocks after a method's other calls."""
+        """``seqs`` in the order they are given up: least recently used first, the exact blocks last.
+
+        The exact blocks go last so that the next question's exact reading finds its header blocks after a
+        method's other calls.
+        """
         exact = self._exact[0] if self._exact else -1
         return sorted(seqs, key=lambda s: (s == exact, self._used[s]))
 
@@ -500,21 +574,23 @@ class LlamaCppLLM(Judge):
         reuse: bool = True,
         hidden: bool = False,
     ) -> list[int]:
-        """Bring one sequence per row to hold the row's tokens; ``use(logits, [(row, position), ...])`` once
-        per decoded position that rows want the logits of (rows with the same tokens share one).
+        """Bring one sequence per row to hold the row's tokens, handing the wanted outputs to ``use``.
 
-        Rows share work twice: a row starts from the longest prefix held by any cached sequence
-        (the few-shot header, the question, an earlier call's prompt), and tokens that several rows
-        have at the same place after the same prefix are decoded once, as one cell tagged with all
-        their sequences. Returns the rows' sequence ids. ``reuse=False`` empties the cache first: llama.cpp's
-        kernels are not batch-invariant (nor is the order of cells in the cache), so only then do the
-        same rows give the very same logits every time. ``hidden=True`` passes final hidden states instead of logits.
+        ``use(logits, [(row, position), ...])`` is called once per decoded position that rows want the
+        logits of (rows with the same tokens share one). Rows share work twice: a row starts from the
+        longest prefix held by any cached sequence (the few-shot header, the question, an earlier call's
+        prompt), and tokens that several rows have at the same place after the same prefix are decoded
+        once, as one cell tagged with all their sequences. Returns the rows' sequence ids.
+
+        ``reuse=False`` empties the cache first: llama.cpp's kernels are not batch-invariant (nor is the
+        order of cells in the cache), so only then do the same rows give the very same logits every time.
+        ``hidden=True`` passes final hidden states instead of logits.
         """
         if not reuse:
             self.clear_cache()
         seqs, starts = self._assign(rows, [min(w, default=len(t) - 1) for t, w in zip(rows, wants, strict=True)])
         nodes: dict[tuple[int, int], int] = {}
-        entries: list[list] = []  # [token, position, sequences, wants logits]
+        entries: list[list[Any]] = []  # [token, position, sequences, wants logits]
         readers: dict[int, list[tuple[int, int]]] = {}
         for r, tokens in enumerate(rows):
             parent, wanted = -1, set(wants[r])
@@ -529,8 +605,8 @@ class LlamaCppLLM(Judge):
                         entries[k][3] = True
                         readers.setdefault(k, []).append((r, p))
                 parent = k
-        # row by row (each cell after its parent): interleaving the rows by position made the same
-        # decode 1.8x slower (MoI's ten orderings: 21.4 -> 11.8 s a question)
+        # row by row (each cell after its parent): interleaving the rows by position makes the same decode
+        # slower (docs/performance.md, "The cost table": MoI's scoring before and after the row order)
         order = [k for k, e in enumerate(entries) if e[2]]
         batch = [tuple(entries[k]) for k in order]
         # the tokens computed: cached prefixes and shared cells count once
@@ -599,10 +675,10 @@ class LlamaCppLLM(Judge):
             self._snapshots.popitem(last=False)
 
     def _restore_exact(self, tokens: list[int], whole: int) -> int:
-        """Empty the cache and copy a saved exact prompt's cells back into sequence 0; return ``whole`` (the
-        tokens of it to keep), or 0 when llama.cpp could not restore them.
+        """Empty the cache and copy a saved exact prompt's cells back into sequence 0.
 
-        In an empty cache the cells land where they were first decoded, with the same values, so the
+        Returns ``whole`` (the tokens of it to keep), or 0 when llama.cpp could not restore them. In an
+        empty cache the cells land where they were first decoded, with the same values, so the
         blocks that follow are computed as if the prompt had stayed cached.
         """
         saved = self._snapshots[tuple(tokens[:EXACT_BLOCK])]
@@ -618,9 +694,11 @@ class LlamaCppLLM(Judge):
     def _rounds(
         self, items: Sequence[int], tokens: Callable[[int], list[int]], *, rows: int, extra: int = 0
     ) -> Iterator[list[int]]:
-        """Group items (in lexicographic order of their tokens, so shared prefixes sit together) into
-        rounds of at most ``rows`` whose new KV cells (tokens past the previous item's common prefix,
-        plus ``extra`` each) fit the context."""
+        """Group items into rounds of at most ``rows`` whose new KV cells fit the context.
+
+        Items go in lexicographic order of their tokens, so shared prefixes sit together; an item's new
+        cells are its tokens past the previous item's common prefix, plus ``extra``.
+        """
         budget = self.n_ctx - 16
         group: list[int] = []
         used = 0
@@ -776,8 +854,9 @@ class LlamaCppLLM(Judge):
 
         ``exact=True`` decodes the prompt with :meth:`_fill_exact`: a prompt decoded after a cached
         prefix, or beside other sequences' cells, gets other logits than the same prompt decoded alone
-        (on 59 robustness-suite answer prompts, never bit-identical across two histories, and a different
-        first token for 4), so only then is the text the same whatever ran before.
+        (not bit-identical across histories, now and then another first token), so only then is the text
+        the same whatever ran before. The measurements are in ``research/performance-history.md`` (the
+        entry "Standard RAG's reading is computed exact").
         """
         hold = max((len(s) for s in stop or ()), default=1) - 1
         text, sent = "", 0

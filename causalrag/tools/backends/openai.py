@@ -137,8 +137,11 @@ class OpenAILLM(Judge):
         return self.api == "completions" or bool(self.chat_template)
 
     def format(self, prompt: str) -> str:
-        """The text the server's model sees for ``prompt``: as it is on the completions API; rendered
-        with the model's chat template (``chat_template``) for scoring on the chat API."""
+        """The text the server's model sees for ``prompt``, for scoring.
+
+        On the completions API the prompt as it is; on the chat API the prompt rendered with the model's
+        chat template (``chat_template``).
+        """
         if self.api == "completions":
             return prompt
         if not self.chat_template:
@@ -160,18 +163,21 @@ class OpenAILLM(Judge):
         try:
             response = self._client.get("models")
             response.raise_for_status()
-            return response.json()["data"][0]["id"]
+            first: str = response.json()["data"][0]["id"]
+            return first
         except httpx.TransportError as exc:
             raise ServerUnreachableError(self.base_url, type(exc).__name__) from exc
         except (httpx.HTTPStatusError, ValueError, KeyError, IndexError) as exc:
             raise ServerUnreachableError(self.base_url, f"no model list at {self.base_url}/models") from exc
 
-    def _post_once(self, path: str, payload: dict) -> dict:
+    def _post_once(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
+        """One POST of ``payload`` (plus the model's name) to ``path``; the reply's JSON body."""
         response = self._client.post(path, json={"model": self.name, **payload})
         response.raise_for_status()
-        return response.json()
+        reply: dict[str, Any] = response.json()
+        return reply
 
-    def _request(self, path: str, payload: dict, *, capability: str | None = None) -> dict:
+    def _request(self, path: str, payload: dict[str, Any], *, capability: str | None = None) -> dict[str, Any]:
         """POST with retries; a refused request names the missing ``capability`` when scoring."""
         try:
             return self._post(path, payload)
@@ -185,7 +191,7 @@ class OpenAILLM(Judge):
     def _map(self, fn: Callable[[T], R], jobs: Sequence[T]) -> list[R]:
         return list(self._pool.map(fn, jobs))
 
-    def _record(self, replies: Sequence[dict], calls: int) -> None:
+    def _record(self, replies: Sequence[dict[str, Any]], calls: int) -> None:
         used = [r.get("usage") or {} for r in replies]
         record(
             self.usage,
@@ -200,7 +206,7 @@ class OpenAILLM(Judge):
     # ---- generation
     def _payload(
         self, prompt: str, *, max_new_tokens: int, temperature: float, stop: Sequence[str] | None, seed: int | None
-    ) -> tuple[str, dict]:
+    ) -> tuple[str, dict[str, Any]]:
         body: dict[str, Any] = {"max_tokens": max_new_tokens, "temperature": temperature, **self.sampling}
         if temperature > 0:
             body["top_p"] = 1.0
@@ -212,7 +218,7 @@ class OpenAILLM(Judge):
             return "chat/completions", {"messages": [{"role": "user", "content": prompt}], **body}
         return "completions", {"prompt": prompt, **body}
 
-    def _text(self, reply: dict) -> str:
+    def _text(self, reply: dict[str, Any]) -> str:
         choice = reply["choices"][0]
         return (choice.get("message") or {}).get("content") or "" if self.api == "chat" else choice.get("text") or ""
 
@@ -248,8 +254,10 @@ class OpenAILLM(Judge):
     def stream(
         self, prompt: str, *, max_new_tokens: int = 64, stop: Sequence[str] | None = None, exact: bool = False
     ) -> Iterator[str]:
-        """Greedy completion of one prompt, piece by piece from the server's event stream (``exact`` is the
-        server's business: its batching may or may not change the arithmetic)."""
+        """Greedy completion of one prompt, piece by piece from the server's event stream.
+
+        ``exact`` is the server's business: its batching may or may not change the arithmetic.
+        """
         path, payload = self._payload(prompt, max_new_tokens=max_new_tokens, temperature=0.0, stop=stop, seed=None)
         text = ""
         try:
@@ -278,7 +286,7 @@ class OpenAILLM(Judge):
         record(self.usage, Usage(calls=1, forward_passes=1))
 
     # ---- scoring
-    def _echo(self, job: tuple[str, str]) -> tuple[list[float], dict]:
+    def _echo(self, job: tuple[str, str]) -> tuple[list[float], dict[str, Any]]:
         prefix, continuation = job
         if not continuation:
             return [], {}
@@ -308,15 +316,17 @@ class OpenAILLM(Judge):
         return reduce_logprobs(self.token_logprobs(prefixes, continuations), reduce)
 
     def option_logprobs(self, prompts: Sequence[str], options: Sequence[Sequence[str]]) -> list[list[list[float]]]:
-        """Token log-probs of every option as the reply to its prompt: one echoed completion per option
-        (the API has no shared prefix; the requests run ``max_concurrency`` at a time)."""
+        """Token log-probs of every option as the reply to its prompt: one echoed completion per option.
+
+        The API has no shared prefix; the requests run ``max_concurrency`` at a time.
+        """
         heads = [self.format(p) for p in prompts]
         jobs = [(h, self.reply_text(p, o)) for h, p, opts in zip(heads, prompts, options, strict=True) for o in opts]
         results = self._map(self._echo, jobs)
         self._record([r for _, r in results if r], len(prompts))
         return regroup([lps for lps, _ in results], [len(opts) for opts in options])
 
-    def _top_next(self, prompt: str) -> tuple[dict[str, float], dict]:
+    def _top_next(self, prompt: str) -> tuple[dict[str, float], dict[str, Any]]:
         """The top-20 next tokens after ``prompt`` with their log-probs."""
         if self.api == "chat":
             payload = {"messages": [{"role": "user", "content": prompt}], "logprobs": True, "top_logprobs": 20}

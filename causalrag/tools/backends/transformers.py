@@ -1,5 +1,4 @@
-"""The transformers backend: a local Hugging Face causal LM behind the
-:class:`~causalrag.tools.backends.base.LLM` protocol.
+"""The transformers backend: a local Hugging Face causal LM behind :class:`~causalrag.tools.backends.base.LLM`.
 
 Two compute paths serve every method (see ``docs/methods.md``):
 
@@ -55,6 +54,7 @@ from causalrag.tools.shortlist import SIZE, Shortlist, derivation_rows, derive, 
 from causalrag.tools.usage import Usage, record
 
 if TYPE_CHECKING:
+    import numpy as np
     import torch
     from transformers import Cache
 
@@ -79,8 +79,10 @@ def shared_head(rows: Sequence[Sequence[int]], limit: int | None = None) -> int:
 
 
 class HeadCache:
-    """The KV caches (batch of one) and last hidden states of recently run heads, least recently used
-    dropped first once they hold more than ``tokens`` tokens."""
+    """The KV caches (batch of one) and last hidden states of recently run heads.
+
+    The least recently used heads are dropped first once they hold more than ``tokens`` tokens.
+    """
 
     def __init__(self, tokens: int = HEAD_TOKENS) -> None:
         self.tokens = tokens
@@ -97,19 +99,24 @@ class HeadCache:
         return len(found), self._entries[found]
 
     def put(self, tokens: Sequence[int], value: Head) -> None:
+        """Store the head of ``tokens`` as the most recently used, dropping the oldest ones past the budget."""
         self._entries[tuple(tokens)] = value
         self._entries.move_to_end(tuple(tokens))
         while len(self._entries) > 1 and sum(map(len, self._entries)) > self.tokens:
             self._entries.popitem(last=False)
 
     def clear(self) -> None:
+        """Forget every stored head."""
         self._entries.clear()
 
 
 @contextmanager
 def one_gguf_parse() -> Iterator[None]:
-    """transformers parses a GGUF's metadata three times (tokenizer, config, weights), and reading the
-    262k-entry vocabulary one field at a time is most of a conversion: parse each file once."""
+    """Within this block, parse each GGUF file once.
+
+    transformers parses a GGUF's metadata three times (tokenizer, config, weights), and reading the
+    262k-entry vocabulary one field at a time is most of a conversion.
+    """
     import gguf
 
     with patch.object(gguf, "GGUFReader", functools.lru_cache(maxsize=2)(gguf.GGUFReader)):
@@ -137,7 +144,7 @@ def plain_copy(gguf: Path, cache: Path) -> Path:
     config = quantized.config
     if hasattr(config, "quantization_config"):
         del config.quantization_config
-    with no_init_weights():  # every weight is overwritten next: random init was 14 % of a conversion
+    with no_init_weights():  # every weight is overwritten next: random init would be ~14 % of a conversion
         plain = AutoModelForCausalLM.from_config(config)
     plain.load_state_dict(quantized.state_dict())
     plain.tie_weights()  # no_init_weights skips the tying that from_config does: keep one shared embedding
@@ -167,14 +174,15 @@ def model_location(spec: str | None) -> str:
     raise ModelNotFoundError(spec, "no such folder")
 
 
-
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
 def pick_dtype(requested: str, device: str) -> torch.dtype:
-    """The weights' torch dtype: ``requested`` (``CAUSALRAG_DTYPE``), where ``auto`` is bf16 on CUDA
-    and fp32 elsewhere (the answers every real-model test asserts; ``bfloat16`` on a CPU with native
-    bf16 decodes ~1.6× faster and may change close choices, see docs/performance.md)."""
+    """The weights' torch dtype on ``device``: ``requested`` (``CAUSALRAG_DTYPE``), with ``auto`` resolved.
+
+    ``auto`` is bf16 on CUDA and fp32 elsewhere (the answers every real-model test asserts; ``bfloat16``
+    on a CPU with native bf16 decodes ~1.6× faster and may change close choices, see docs/performance.md).
+    """
     import torch
 
     if requested not in DTYPES:
@@ -183,7 +191,8 @@ def pick_dtype(requested: str, device: str) -> torch.dtype:
         )
     if requested == "auto":
         return torch.bfloat16 if device == "cuda" else torch.float32
-    return getattr(torch, requested)
+    dtype: torch.dtype = getattr(torch, requested)
+    return dtype
 
 
 CPU_CONTEXT = 8192
@@ -257,7 +266,7 @@ class TransformersLLM(Judge):
         rows = lambda i: weight[self._torch.as_tensor(i, device=weight.device)]  # noqa: E731
         return Shortlist(ids, rows, softcap=getattr(self.model.config, "final_logit_softcapping", None))
 
-    def _derive_shortlist(self):
+    def _derive_shortlist(self) -> np.ndarray:
         """Mean next-token distribution at every position of the bundled text's rows → :func:`derive`."""
         import numpy as np
 
@@ -285,6 +294,7 @@ class TransformersLLM(Judge):
         return positions if self.device == "cuda" else min(positions, CPU_CONTEXT)
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Tokens each text takes as a generation prompt (chat template included where the model has one)."""
         return [len(self._prompt_ids(t)) for t in texts]
 
     # ---- text → ids
@@ -327,10 +337,13 @@ class TransformersLLM(Judge):
             yield batch
 
     # ---- generation
-    def _padded(self, rows: list[list[int]]) -> tuple[dict, int]:
-        """``generate``'s inputs for prompt rows and the tokens they take from a head: left-padded rows, or —
-        when the rows share a head — the head from :meth:`_head` as the ``cache`` and the padding
-        after it, so only the rest of each row runs (positions come from the attention mask)."""
+    def _padded(self, rows: list[list[int]]) -> tuple[dict[str, Any], int]:
+        """``generate``'s inputs for prompt rows, and the tokens they take from a head.
+
+        The inputs are left-padded rows; or, when the rows share a head, the head from :meth:`_head` as the
+        ``cache`` and the padding after it, so only the rest of each row runs (positions come from the
+        attention mask).
+        """
         torch = self._torch
         h = shared_head(rows, min(map(len, rows)) - 1)
         width = max(map(len, rows))
@@ -346,8 +359,11 @@ class TransformersLLM(Judge):
         tensor = functools.partial(torch.tensor, device=self.device)
         return {"input_ids": tensor(ids), "attention_mask": tensor(mask), "cache": cache}, h
 
-    def _generate_kwargs(self, *, max_new_tokens: int, temperature: float, stop: Sequence[str] | None) -> dict:
-        kwargs: dict = {"max_new_tokens": max_new_tokens, "pad_token_id": self.tokenizer.pad_token_id}
+    def _generate_kwargs(
+        self, *, max_new_tokens: int, temperature: float, stop: Sequence[str] | None
+    ) -> dict[str, Any]:
+        """``model.generate``'s settings: greedy or pure temperature sampling, and the stop strings."""
+        kwargs: dict[str, Any] = {"max_new_tokens": max_new_tokens, "pad_token_id": self.tokenizer.pad_token_id}
         if temperature > 0:
             kwargs.update(do_sample=True, temperature=temperature, top_p=1.0, top_k=0)
         else:
@@ -421,8 +437,10 @@ class TransformersLLM(Judge):
     def stream(
         self, prompt: str, *, max_new_tokens: int = 64, stop: Sequence[str] | None = None, exact: bool = False
     ) -> Iterator[str]:
-        """Greedy completion of one prompt, yielded piece by piece as tokens are decoded. It never reads the
-        head cache, so every call is ``exact``."""
+        """Greedy completion of one prompt, yielded piece by piece as tokens are decoded.
+
+        It never reads the head cache, so every call is ``exact``.
+        """
         from transformers import TextIteratorStreamer
 
         torch = self._torch
@@ -430,7 +448,7 @@ class TransformersLLM(Judge):
         ids = ids.to(self.device)
         streamer = TextIteratorStreamer(self.tokenizer, skip_prompt=True, skip_special_tokens=True)
         kwargs = self._generate_kwargs(max_new_tokens=max_new_tokens, temperature=0.0, stop=stop)
-        result: dict = {}
+        result: dict[str, Any] = {}
 
         def run() -> None:
             try:
@@ -472,10 +490,11 @@ class TransformersLLM(Judge):
         """Output-layer logits for a few hidden states (never the whole sequence × vocabulary)."""
         logits = self.model.get_output_embeddings()(hidden).float()
         cap = getattr(self.model.config, "final_logit_softcapping", None)
-        return self._torch.tanh(logits / cap) * cap if cap else logits
+        capped: torch.Tensor = self._torch.tanh(logits / cap) * cap if cap else logits
+        return capped
 
     def _token_logprobs(self, hidden: torch.Tensor, targets: torch.Tensor) -> list[float]:
-        """log p(target | position) for rows of ``hidden``, in slices to bound the vocabulary-sized memory."""
+        """Log p(target | position) for rows of ``hidden``, in slices to bound the vocabulary-sized memory."""
         torch = self._torch
         out: list[float] = []
         step = max(1, 2**27 // max(1, self.model.config.vocab_size))  # ≈ 512 MB of fp32 logits at most
@@ -485,8 +504,11 @@ class TransformersLLM(Judge):
         return out
 
     def _run(self, ids: list[list[int]], **kwargs: Any) -> tuple[torch.Tensor, Cache | None]:
-        """One forward pass of the decoder over right-padded rows; returns the last hidden states, and the
-        KV cache when asked for (``use_cache=True``)."""
+        """One forward pass of the decoder over right-padded rows.
+
+        Returns:
+            The last hidden states, and the KV cache when asked for (``use_cache=True``; else None).
+        """
         torch = self._torch
         width = max(map(len, ids))
         pad = self.tokenizer.pad_token_id
@@ -503,8 +525,10 @@ class TransformersLLM(Judge):
         return out.last_hidden_state, out.cache
 
     def _head(self, tokens: list[int]) -> Head:
-        """A fresh KV cache (batch of one) holding ``tokens`` and the last one's hidden state: the longest
-        stored head they start with is extended by the rest, and the result stored as a head."""
+        """A fresh KV cache (batch of one) holding ``tokens``, and the last one's hidden state.
+
+        The longest stored head they start with is extended by the rest, and the result stored as a head.
+        """
         n, stored = self._heads.longest(tokens)
         if n < len(tokens):
             hidden, cache = self._run([tokens[n:]], cache=copy.deepcopy(stored[0]) if stored else None, use_cache=True)
@@ -529,7 +553,7 @@ class TransformersLLM(Judge):
         return self._torch.cat([last.expand(len(rows), -1, -1), hidden], dim=1), h - 1
 
     def _score_rows(self, seqs: list[list[int]], starts: list[int]) -> list[list[float]]:
-        """log p of every token of each row from ``starts[r]`` on, given the tokens before it (one batch)."""
+        """Log p of every token of each row from ``starts[r]`` on, given the tokens before it (one batch)."""
         hidden, offset = self._hidden(seqs, min(starts))
         rows: list[int] = []
         cols: list[int] = []
@@ -592,7 +616,8 @@ class TransformersLLM(Judge):
 
     def _prompt_ids(self, prompt: str) -> list[int]:
         """Ids of a prompt as generation sees it: chat-formatted with its special tokens, or BOS + text."""
-        return self.tokenizer(self.format(prompt), add_special_tokens=not self.has_chat_template)["input_ids"]
+        ids: list[int] = self.tokenizer(self.format(prompt), add_special_tokens=not self.has_chat_template)["input_ids"]
+        return ids
 
     def option_logprobs(self, prompts: Sequence[str], options: Sequence[Sequence[str]]) -> list[list[list[float]]]:
         """Token log-probs of every option as the reply to its (chat-formatted) prompt; each prompt runs once."""
@@ -635,4 +660,3 @@ class TransformersLLM(Judge):
                 probs[i] = float(s)
         record(self.usage, Usage(calls=len(ids)))
         return probs
-
