@@ -32,7 +32,7 @@ from typing import Any
 
 from causalrag.state.base import GroupRecord
 from causalrag.state.triage import Decision, Evidence, Route, Shape
-from causalrag.text import normalize_answer, same_answer
+from causalrag.text import mentions, normalize_answer, same_answer
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,8 @@ def shape_of(evidence: Evidence, policy: RulePolicy) -> tuple[Shape, Route, str 
         shape = "compared" if evidence.get("compared") else "unanswered" if stated else "unsupported"
     singletons = all(len(g["sources"]) < 2 for g in groups)  # no answer has a second source
     lone = singletons and not any(same_answer(g["answer"], closed) for g in groups)
-    if lone and not stated and shape in ("conflict", "scattered"):
+    echoed = any(mentions(g["answer"], standard) for g in groups)  # a long joint reading that lists a lone answer
+    if lone and not stated and not echoed and shape in ("conflict", "scattered"):
         said, shape = standard, "unsupported"  # lone answers read out of off-topic passages support nothing
     if shape == "conflict" and corroborated(groups, standard, closed):
         return "corroborated", "keep", None, "the joint reading and the closed-book answer agree on it"

@@ -280,6 +280,23 @@ def test_lone_answers_from_passages_that_never_state_the_joint_answer_leave_it_t
 
 
 @pytest.mark.parametrize(
+    ("found", "expected"),
+    [
+        # the joint reading lists what the passages say alone (the demo's Joker question): no passage states the
+        # whole list, yet the lone answers are the joint reading's own, so they are no misreads
+        (groups(("Heath Ledger", 1), ("Jack Nicholson", 1)), ("scattered", "keep", None)),
+        (groups(("Heath Ledger", 1)), ("agree", "keep", None)),  # one source, named in the list
+        # a lone answer the list does not name is still a misread of off-topic text
+        (groups(("Cesar Romero", 1), ("Jack Nicholson", 1)), ("scattered", "keep", None)),
+        (groups(("Cesar Romero", 1), ("Mark Hamill", 1)), ("unsupported", "knowledge", "Batman")),
+    ],
+)
+def test_lone_answers_a_long_joint_reading_lists_are_its_support(found, expected):
+    listed = "Heath Ledger as the Joker, Jack Nicholson as the Joker in 1989"
+    assert shape(found, listed, "Batman", -3.0, stated=False) == expected
+
+
+@pytest.mark.parametrize(
     ("closed", "sure", "expected"),
     [
         ("Sydney", -3.0, ("compared", "keep", None)),  # the joint reading decides
