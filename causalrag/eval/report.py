@@ -100,7 +100,7 @@ def bootstrap(values: Sequence[float | None], *, resamples: int = 2000, seed: in
     the percentile method: our means are proportions, often near 0 or 1 (misled rates, accuracies of hard
     conditions) on 25–200 questions, where the bootstrap distribution is skewed and the percentile interval is
     too narrow on the side of the bound; BCa corrects that bias and skew, and is scipy's default.
-    ``benchmarks/bootstrap.py`` compares the two: the same intervals to ±0.005 at rates near 1/2, and for 100
+    ``research/scripts/bootstrap.py`` compares the two: the same intervals to ±0.005 at rates near 1/2, and for 100
     questions at a rate of 0.04 the percentile interval held the true rate in 88 % of simulated samples, BCa in
     97 %. A sample whose values are all equal (every question right, n = 1, a difference that is always 0) has
     the interval [mean, mean], which BCa cannot compute; an empty one has no mean (shown "–").

@@ -2,7 +2,7 @@
 
 * ``distractor`` — each question retrieves only from its own pool (HotpotQA's 10 paragraphs plus
   any injected passages): ``ctx.ids`` filters one shared in-memory collection. An id filter rather
-  than a throw-away collection per question because it is 2.8x faster (``benchmarks/eval_pools.py``
+  than a throw-away collection per question because it is 2.8x faster (``research/scripts/eval_pools.py``
   compares the two: 0.61 s vs 1.71 s per pass over the 20 questions at K=8, embeddings cached); a
   method that retrieves without ``ctx.ids`` would see other questions' paragraphs, so the runner
   records evidence from outside the pool as ``leaked``.

@@ -6,7 +6,7 @@ embedding model dominates a cold pass and costs the same for both, so texts are 
 (``CachedEmbeddings``, as the runner does) and the timed passes compare the stores themselves.
 Printed: seconds per pass and the ratio to the id-filter strategy, measured side by side in one run.
 
-Usage: ``OMP_NUM_THREADS=1 python benchmarks/eval_pools.py [--inject 8] [--repeats 2]``
+Usage: ``OMP_NUM_THREADS=1 python research/scripts/eval_pools.py [--inject 8] [--repeats 2]``
 """
 
 from __future__ import annotations

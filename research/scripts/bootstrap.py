@@ -6,7 +6,7 @@
 2. Coverage: how often each 95 % interval holds the true rate over simulated samples (the reason for BCa).
 3. Speed: ``summarize`` and ``paired_summary`` on a synthetic suite-sized run, hand-rolled vs scipy.
 
-Usage: ``python benchmarks/bootstrap.py [--questions 400] [--trials 400]``
+Usage: ``python research/scripts/bootstrap.py [--questions 400] [--trials 400]``
 """
 
 from __future__ import annotations
