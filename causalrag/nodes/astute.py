@@ -56,7 +56,7 @@ from causalrag.prompts.astute import (
     select_prompt,
     words,
 )
-from causalrag.prompts.common import ANSWER_STOP, answer_prompt
+from causalrag.prompts.common import ANSWER_STOP, answer_prompt, format_passages
 from causalrag.state.astute import AstuteContext, AstuteState, AstuteUpdate, Candidate, Group, SourceReading
 from causalrag.state.base import RAGState, TraceEntry
 from causalrag.text import clean_answer, key_sentences, mentions
@@ -461,7 +461,7 @@ def _most_reliable_scored(
     llm, question = llm_of(ctx), question_of(state)
     everything = together(llm, question, list(state.get("documents") or []) + list(state.get("internal") or []))
     prompt = answer_prompt(question, everything)
-    joint_answer = written_answer(llm, prompt, max_new_tokens=ctx.max_new_tokens)
+    joint_answer = written_answer(llm, prompt, format_passages(everything), max_new_tokens=ctx.max_new_tokens)
     answers = with_candidate([c["answer"] for c in candidates], joint_answer, question)
     if not answers:
         return None, {"reliability": [], "joint_answer": joint_answer}

@@ -71,7 +71,7 @@ from causalrag.prompts.cf_rag import (
     parse_rewrite,
     synthesis_prompt,
 )
-from causalrag.prompts.common import ANSWER_STOP, answer_prompt
+from causalrag.prompts.common import ANSWER_STOP, answer_prompt, format_passages
 from causalrag.state.base import ReadingRecord, TraceEntry
 from causalrag.state.cf_rag import (
     CFRAGContext,
@@ -387,8 +387,9 @@ def pool_answers(
         return own, read
     llm = llm_of(ctx)
     readings, read = read_cached(llm, question, pool, read)
+    joint_docs = together(llm, question, pool[: ctx.k])
     joint = written_answer(
-        llm, answer_prompt(question, together(llm, question, pool[: ctx.k])), max_new_tokens=ctx.max_new_tokens
+        llm, answer_prompt(question, joint_docs), format_passages(joint_docs), max_new_tokens=ctx.max_new_tokens
     )
     return with_candidate(
         [g.answer for g in group_readings(readings, [str(i) for i in range(len(pool))])], joint, question

@@ -34,7 +34,7 @@ from langchain_core.documents import Document
 from scipy.special import expit
 
 from causalrag.nodes.common import fit
-from causalrag.prompts.common import ANSWER_STOP, NO_PASSAGE, answer_prompt, reading_prefix
+from causalrag.prompts.common import ANSWER_STOP, NO_PASSAGE, answer_prompt, echoes_examples, reading_prefix
 from causalrag.state.base import GroupRecord, ReadingRecord
 from causalrag.text import (
     answer_spans,
@@ -212,13 +212,16 @@ def group_readings(readings: Sequence[Reading], labels: Sequence[str]) -> list[G
     return sorted(groups, key=lambda g: (-len(g.members), g.members[0]))
 
 
-def written_answer(llm: LLM, prompt: str, *, max_new_tokens: int = 24) -> str:
+def written_answer(llm: LLM, prompt: str, evidence: str, *, max_new_tokens: int = 24) -> str:
     """The model's own short answer to a prompt that holds every passage (standard RAG's reading).
 
-    It is one more candidate, so a scored choice can always pick what the passages read together say.
+    It is one more candidate, so a scored choice can always pick what the passages read together say. An
+    answer copied from the prompt's worked examples and absent from ``evidence`` (the passages' text) is no
+    reading of them: it comes back empty (:func:`~causalrag.prompts.common.echoes_examples`).
     """
     out = llm.generate([prompt], max_new_tokens=max_new_tokens, stop=ANSWER_STOP)[0]
-    return name_only(clean_answer(out[0] if out else ""))
+    answer = name_only(clean_answer(out[0] if out else ""))
+    return "" if echoes_examples(answer, evidence) else answer
 
 
 def with_candidate(options: Sequence[str], answer: str, question: str) -> list[str]:
@@ -249,17 +252,17 @@ def confirmations(answers: Sequence[str], readings: Sequence[Reading]) -> list[i
 
 
 def most_confirmed(
-    llm: LLM, question: str, prompt: str, readings: Sequence[Reading], *, max_new_tokens: int
+    llm: LLM, question: str, prompt: str, evidence: str, readings: Sequence[Reading], *, max_new_tokens: int
 ) -> tuple[Choice, list[float]] | None:
     """The scored choice given ``prompt`` (the passages together), with each option's :func:`reliability`.
 
     The options are the sources' answers read alone and the model's own answer to ``prompt`` (a bridge
-    answer no single source gives), or the question's own options. None when there is nothing to choose
-    among.
+    answer no single source gives; ``evidence`` is the text it must come from), or the question's own
+    options. None when there is nothing to choose among.
     """
     options = question_options(question) or with_candidate(
         [g.answer for g in group_readings(readings, [str(i) for i in range(len(readings))])],
-        written_answer(llm, prompt, max_new_tokens=max_new_tokens),
+        written_answer(llm, prompt, evidence, max_new_tokens=max_new_tokens),
         question,
     )
     if not options:

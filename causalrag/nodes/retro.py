@@ -447,7 +447,8 @@ def scored_answer(
     question, llm = question_of(state), llm_of(ctx)
     held, read = read_cached(llm, question, sources, state.get("read") or {})
     direct = prompts.direct_prompt(question, sources, facts)
-    confirmed = most_confirmed(llm, question, direct, held, max_new_tokens=ctx.max_new_tokens)
+    evidence = prompts.context_block(sources, facts)
+    confirmed = most_confirmed(llm, question, direct, evidence, held, max_new_tokens=ctx.max_new_tokens)
     iteration = state.get("iteration", 1)
     if confirmed is None:  # nothing to choose among (no reading, no written answer)
         return {"answer": "", "reasoning": "", "sc_answer": "", "sc_choice": {}, "read": read,

@@ -46,7 +46,7 @@ from causalrag.nodes.evidence import (
     read_cached,
     together,
 )
-from causalrag.prompts.common import ANSWER_STOP, answer_prompt
+from causalrag.prompts.common import ANSWER_STOP, answer_prompt, format_passages
 from causalrag.state.base import TraceEntry
 from causalrag.state.triage import ContrastRecord, Evidence, FocusRecord, TriageContext, TriageState, TriageUpdate
 from causalrag.text import (
@@ -366,7 +366,9 @@ def answer_confirmed(state: TriageState, runtime: Runtime[TriageContext]) -> Tri
     docs = together(llm, question, list(state.get("documents") or [])[: ctx.k])
     readings, read = read_cached(llm, question, docs, state.get("read") or {})
     prompt = answer_prompt(question, docs)
-    confirmed = most_confirmed(llm, question, prompt, readings, max_new_tokens=ctx.max_new_tokens)
+    confirmed = most_confirmed(
+        llm, question, prompt, format_passages(docs), readings, max_new_tokens=ctx.max_new_tokens
+    )
     if confirmed is None:  # no passage answers and the model wrote nothing: the joint reading's empty answer
         emit(runtime, "answer", "answer_confirmed", answer="")
         return {"answer": "", "documents": docs, "read": read, "trace": [{"answer": "", "no_candidate_fallbacks": 1}]}

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from langchain_core.documents import Document
 
-from causalrag.text import one_line
+from causalrag.text import mentions, one_line
 
 ANSWER_STOP = ("\n",)
 
@@ -40,6 +40,18 @@ EXAMPLES = (
         "yes",
     ),
 )
+
+
+_EXAMPLE_PASSAGES = "\n".join(passages for passages, _, _ in EXAMPLES)
+
+
+def echoes_examples(answer: str, evidence: str) -> bool:
+    """Whether ``answer`` names what only the worked examples' passages say, not the ``evidence``.
+
+    A small model copies names from the examples ("Christopher Nolan" for who painted a picture); such an
+    answer was not read in the evidence, so no reading of it may offer it as a candidate.
+    """
+    return mentions(answer, _EXAMPLE_PASSAGES) and not mentions(answer, evidence)
 
 
 PROMPT_LABELS = (

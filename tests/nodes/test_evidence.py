@@ -7,12 +7,13 @@ from langchain_core.documents import Document
 from causalrag.nodes.evidence import (
     Reading,
     group_readings,
+    most_confirmed,
     query_relevance,
     read_each,
     reading_options,
     support_matrix,
 )
-from causalrag.prompts.common import answer_prompt
+from causalrag.prompts.common import answer_prompt, format_passages
 from tests.fakes import FakeLLM
 
 CAST = Document(
@@ -119,3 +120,23 @@ def test_query_relevance_scores_the_query_as_the_question_asked_of_each_passage_
     assert math.isclose(rel[0, 0], 1 / (1 + math.exp(-gain)), rel_tol=1e-9)
     assert rel[0, 1] == rel[1, 0] == rel[1, 1] == 0.5  # the query is no likelier after the passage than after none
     assert query_relevance(llm, [], queries).shape == (0, 2)
+
+
+PEARL = Document(
+    page_content="Girl with a Pearl Earring is an oil painting by the Dutch artist Johannes Vermeer.",
+    metadata={"title": "Girl with a Pearl Earring"},
+)
+
+
+def test_an_answer_copied_from_the_worked_examples_is_no_candidate():
+    # the written answer names the bridge example's director, whom no passage names: it is not offered
+    question = "Who painted Girl with a Pearl Earring?"
+    llm = FakeLLM({"Answer:": " Christopher Nolan"}, option=lambda prompt, o: 0.0 if o == "Christopher Nolan" else -2.0)
+    reading = Reading(answer="Vermeer", relevance=1.0)
+    prompt = answer_prompt(question, [PEARL])
+    choice, _ = most_confirmed(llm, question, prompt, format_passages([PEARL]), [reading], max_new_tokens=8)
+    assert choice.options == ("Vermeer",)
+    # the same name, when a passage does state it, stays a candidate
+    nolan = Document(page_content="The painting was copied by Christopher Nolan.", metadata={"title": "Copy"})
+    choice, _ = most_confirmed(llm, question, prompt, format_passages([PEARL, nolan]), [reading], max_new_tokens=8)
+    assert choice.options == ("Vermeer", "Christopher Nolan")
