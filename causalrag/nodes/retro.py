@@ -59,6 +59,7 @@ from causalrag.nodes.common import (
 )
 from causalrag.nodes.evidence import most_confirmed, read_cached
 from causalrag.prompts import retro as prompts
+from causalrag.prompts.common import echoes_examples, format_passages
 from causalrag.state.base import ChoiceRecord
 from causalrag.state.retro import (
     Consistency,
@@ -186,6 +187,15 @@ def new_entities(texts: Sequence[str], question: str) -> list[str]:
     return list(dict.fromkeys(e for e in spans if content_words(e) - known))
 
 
+def copies_examples(fact: str, evidence: str) -> bool:
+    """Whether ``fact`` names something that only the worked examples name, not ``evidence`` (E_s and q).
+
+    M_IE's worked example is about Inception's director; the 270M model copies from it ("The artist was born
+    in London." about a painter), and a likelihood gate can pass such a copy, so it is no candidate.
+    """
+    return any(echoes_examples(name, evidence) for name in key_entities(fact))
+
+
 def zscore(x: np.ndarray) -> np.ndarray:
     """(x − mean) / std; zeros when x has one value or no spread."""
     return (x - x.mean()) / x.std() if len(x) > 1 and x.std() > 1e-9 else np.zeros_like(x)
@@ -298,9 +308,13 @@ def discover(state: RetroState, runtime: Runtime[RetroContext]) -> RetroUpdate:
         max_new_tokens=12 * ctx.max_inferences, stop=prompts.LIST_STOP,
     )[0][0]
     seen = {normalize_answer(p) for p in previous} | {normalize_answer(question)}
-    candidates = [f for f in prompts.parse_facts(completion, ctx.max_inferences) if normalize_answer(f) not in seen]
+    evidence = f"{question}\n{format_passages(sources)}"
+    written = [f for f in prompts.parse_facts(completion, ctx.max_inferences) if normalize_answer(f) not in seen]
+    candidates = [f for f in written if not copies_examples(f, evidence)]
+    copied = len(written) - len(candidates)
     if judge_of(ctx) == "score":
-        return _discovered(state, runtime, ctx, scored_gates(llm, candidates, sources, matching), previous, completion)
+        scored = scored_gates(llm, candidates, sources, matching)
+        return _discovered(state, runtime, ctx, scored, previous, completion, copied=copied)
     gates = [prompts.question_relevance_prompt(c, previous, matching) for c in candidates]
     gates += [prompts.attribution_prompt(c, best_source(c, sources)) for c in candidates]
     gates += [prompts.question_relevance_prompt(prompts.CONTENT_FREE, previous, matching),
@@ -315,7 +329,7 @@ def discover(state: RetroState, runtime: Runtime[RetroContext]) -> RetroUpdate:
          "ra": judge(yes[n + i], yes[2 * n + 1], support(c, sources), ctx.yes_score)}
         for i, c in enumerate(candidates)
     ]
-    return _discovered(state, runtime, ctx, judged, previous, completion)
+    return _discovered(state, runtime, ctx, judged, previous, completion, copied=copied)
 
 
 def _discovered(
@@ -325,8 +339,13 @@ def _discovered(
     judged: list[JudgedInference],
     previous: list[str],
     completion: str,
+    *,
+    copied: int,
 ) -> RetroUpdate:
-    """Keep the inferences that pass both gates, merge with E_i^(L-1), score against q with S_e, keep the top K."""
+    """Keep the inferences that pass both gates, merge with E_i^(L-1), score against q with S_e, keep the top K.
+
+    ``copied``: how many written inferences were left out as copies of the worked example.
+    """
     passed = [
         j["fact"] for j in judged if j["qr"]["score"] > ctx.gate_threshold and j["ra"]["score"] > ctx.gate_threshold
     ]
@@ -350,7 +369,8 @@ def _discovered(
                 "gates": judged,
                 "match_scores": scores,
                 "gates_uninformative_llm": uninformative,
-                "parse_fallbacks": int(not judged and bool(completion.strip())),
+                "copied": copied,
+                "parse_fallbacks": int(not judged and not copied and bool(completion.strip())),
             }
         ],
     }

@@ -146,3 +146,15 @@ def test_the_answer_most_sources_state_wins_over_the_joint_readings_favourite():
     assert answer["reliability"][answer["choice"]["options"].index("Rhine")] > 1
     sc = state["rounds"][0]["sc"]["score"]
     assert sc == pytest.approx(joint["Rhine"], abs=1e-3) and sc < 0.7
+
+
+def test_an_inference_copied_from_the_worked_example_is_no_candidate():
+    """M_IE's example is about Inception's director, born in London: a fact that names London about Bonn's river,
+    where no passage names London, is a copy and never reaches the gates; the stated fact does."""
+    llm = reader(facts=" Beethoven was born in London.\n- Bonn lies on the Rhine.")
+    rivers = Store.in_memory([Passage("Bonn", "Bonn is a city on the banks of the Rhine. Beethoven was born in Bonn.")])
+    state = run(llm, rivers, max_iterations=1)
+    discover = next(e for e in state["trace"] if e["node"] == "discover")
+    assert [g["fact"] for g in discover["gates"]] == ["Bonn lies on the Rhine."]
+    assert discover["copied"] == 1 and discover["parse_fallbacks"] == 0
+    assert not any("born in London" in fact for fact in state["inferential_evidence"])
