@@ -180,9 +180,10 @@ def recall(state: TriageState, runtime: Runtime[TriageContext]) -> TriageUpdate:
 
     It is computed exact (no_rag's very answer), and an exact prompt drops every other cached sequence, so it
     comes before standard RAG's reading: that reading's cells then stay cached, and the passages read alone in
-    :func:`read_alone` reuse their shared header. Its confidence is scored right after, while the closed-book
-    prompt is still cached, so it is computed once and depends on the question alone (the cost and the answers
-    measured: research/notebook.md, "2026-11-27 (later)" and "2026-11-27 (evening)").
+    :func:`read_alone` reuse their shared header. Its confidence is scored right after: llama.cpp reads it from
+    the log-probs of the tokens it just streamed (no second pass), another backend scores it while the
+    closed-book prompt is still cached. Either way it depends on the question alone (the cost and the answers
+    measured: research/notebook.md, "2026-11-27 (later)", "2026-11-27 (evening)" and "2026-11-28 (evening)").
     """
     ctx = context(runtime)
     llm, question = llm_of(ctx), question_of(state)

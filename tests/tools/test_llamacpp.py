@@ -204,3 +204,26 @@ def test_an_exact_prompt_of_another_kind_in_between_costs_no_header(llm, monkeyp
     assert text == cold_text
     assert np.array_equal(logits, cold_logits)
     assert cells == cold_cells - len(llm._prompt_tokens(passage)) // EXACT_BLOCK * EXACT_BLOCK
+
+
+def test_scoring_a_streamed_reply_reads_its_log_probs_instead_of_decoding_it(llm, monkeypatch):
+    """Triage scores its closed-book answer right after streaming it: the tokens the stream picked already carry
+    their log-probabilities (full softmax), so nothing is decoded. A reply the stream did not give is decoded."""
+    import math
+
+    prompt = f"{HEADER}Question: Which river flows through Cologne?\nAnswer:"
+    text = "".join(llm.stream(prompt, max_new_tokens=6, stop=["\n"], exact=True)).strip()
+    assert text
+    counts = decoded_tokens(llm, monkeypatch)
+    streamed = llm.choose([prompt], [[text]])[0].scores[0]
+    assert counts == [] and math.isfinite(streamed) and streamed < 0
+    other = llm.choose([prompt], [["the Danube"]])[0].scores[0]
+    assert counts and math.isfinite(other)  # not what the stream replied: decoded as before
+    counts.clear()
+    beside = llm.choose([prompt], [[text, "the Danube"]])[0]
+    assert sum(counts) > len(llm._tokens(" the Danube", start=False))  # beside another option: both decoded
+    assert math.isfinite(beside.scores[0])
+    llm._streamed = None
+    counts.clear()
+    decoded = llm.choose([prompt], [[text]])[0].scores[0]
+    assert counts and abs(decoded - streamed) < 0.25  # the same quantity; llama.cpp's batch shapes move it a little

@@ -24,7 +24,10 @@ sequence at a time and computes logits either for the last token or for every to
   graph callback copies the final hidden state (``result_norm``) and ends the graph there, and the
   log-prob is projected in torch on the output matrix's rows for the shortlist and the row's own
   tokens only (read from the GGUF; for a Q8_0 matrix the hidden state is quantized as llama.cpp's dot
-  product does, which reproduces its logits to ~1e-5). Generation still computes every logit.
+  product does, which reproduces its logits to ~1e-5). Generation still computes every logit;
+* **a streamed reply's own log-probs** — a greedy ``stream`` keeps each token it picked with its
+  log-probability (full softmax), so scoring that reply after the same prompt next (triage's confidence in
+  its closed-book answer) reads them instead of decoding it again.
 
 llama.cpp's kernels are not batch-invariant: the same tokens decoded in batches of other sizes
 (a cached prefix, more continuations) move a token's log-prob by up to ~0.5 nats, and so does where
@@ -246,6 +249,7 @@ class LlamaCppLLM(Judge):
         # recent exact prompts' cells copied to host memory, by their first block, least recently used first
         self._n_swa = llama_cpp.llama_model_n_swa(self._model.model)  # sliding-window attention span, 0: none
         self._snapshots: OrderedDict[tuple[int, ...], tuple[list[int], bytes]] = OrderedDict()
+        self._streamed: tuple[list[int], list[tuple[int, float]]] | None = None  # last stream: prompt, (token, log p)
         self._clock = 0
         self._piece_buffer = ctypes.create_string_buffer(256)
         self._yes_ids = self._single_token_ids(YES_WORDS)
@@ -739,11 +743,13 @@ class LlamaCppLLM(Judge):
         stop: Sequence[str] | None,
         reuse: bool = True,
         exact: bool = False,
+        scored: list[tuple[int, float]] | None = None,
     ) -> Iterator[tuple[int, str]]:
         """Decode one round of rows together, one sequence each; yield ``(row, text so far)`` after each new token.
 
         Each step samples every active row's next token from its logits and decodes all of them in
-        one ``llama_decode`` call; the sequences keep prompt + output as cache for later calls.
+        one ``llama_decode`` call; the sequences keep prompt + output as cache for later calls. ``scored``
+        (one row) receives each picked token with its log-probability.
         """
         lib = self._lib
         picked = [0] * len(prompts)
@@ -752,6 +758,8 @@ class LlamaCppLLM(Judge):
         def pick(logits: np.ndarray, readers: list[tuple[int, int]]) -> None:
             for r, _ in readers:  # rows with the same prompt (samples) draw one token each
                 picked[r] = self._pick(logits, temperature, rng)
+                if scored is not None:
+                    scored.append((picked[r], float(logits[picked[r]]) - log_normalizer(logits)))
 
         def pick_step(rows: list[int], k: int, logits: np.ndarray) -> None:  # entry k of a step is row rows[k]
             pick(logits, [(rows[k], 0)])
@@ -860,13 +868,16 @@ class LlamaCppLLM(Judge):
         """
         hold = max((len(s) for s in stop or ()), default=1) - 1
         text, sent = "", 0
+        tokens, scored = self._prompt_tokens(prompt), list[tuple[int, float]]()
+        self._streamed = (tokens, scored)
         rows = self._decode_rows(
-            [self._prompt_tokens(prompt)],
+            [tokens],
             max_new_tokens=max_new_tokens,
             temperature=0.0,
             rng=np.random.default_rng(0),
             stop=stop,
             exact=exact,
+            scored=scored,
         )
         for _, text in rows:
             if len(text) - hold > sent:
@@ -887,6 +898,12 @@ class LlamaCppLLM(Judge):
         """
         result: list[list[float]] = [[0.0] * len(c) for c in conts]
         rows = {i: heads[i] + conts[i] for i in range(len(conts)) if conts[i]}
+        known = {i: got for i in rows if (got := self._streamed_logprobs(heads[i], conts[i])) is not None}
+        # only when no other reply to that prompt is scored in this call: options compare like for like
+        if known and self._streamed and all(i in known for i in rows if heads[i] == self._streamed[0]):
+            for i, got in known.items():
+                result[i] = got
+                del rows[i]
         with self._lock:
             for group in self._rounds(list(rows), rows.__getitem__, rows=max(1, self.n_seq // 2)):
                 states: list[np.ndarray] = []
@@ -913,6 +930,15 @@ class LlamaCppLLM(Judge):
                     for (i, p), lp in zip(where, self.shortlist.logprobs(np.stack(states), rows, where), strict=True):
                         result[i][p - len(heads[i])] = lp
         return result
+
+    def _streamed_logprobs(self, head: list[int], cont: list[int]) -> list[float] | None:
+        """The log-probs of ``cont`` after ``head`` if the last stream replied to ``head`` with tokens starting so."""
+        if self._streamed is None or self._streamed[0] != head:
+            return None
+        replied = self._streamed[1]
+        if [t for t, _ in replied[: len(cont)]] != cont:
+            return None
+        return [lp for _, lp in replied[: len(cont)]]
 
     def token_logprobs(self, prefixes: Sequence[str], continuations: Sequence[str]) -> list[list[float]]:
         """Per-token log p(continuation token | prefix, earlier tokens) of raw text.
