@@ -155,6 +155,16 @@ def log_normalizer(logits: np.ndarray) -> float:
     return top + float(np.log(np.exp(logits - top).sum(dtype=np.float64)))
 
 
+def streamed_logprobs(
+    streamed: tuple[list[int], list[tuple[int, float]]] | None, head: list[int], cont: list[int]
+) -> list[float] | None:
+    """The log-probs of ``cont`` after ``head`` if the ``streamed`` reply (prompt, picked tokens) starts with it."""
+    if streamed is None or streamed[0] != head:
+        return None
+    replied = streamed[1][: len(cont)]
+    return [lp for _, lp in replied] if [t for t, _ in replied] == cont else None
+
+
 _callback = None  # the C callback must outlive every model
 
 
@@ -898,9 +908,10 @@ class LlamaCppLLM(Judge):
         """
         result: list[list[float]] = [[0.0] * len(c) for c in conts]
         rows = {i: heads[i] + conts[i] for i in range(len(conts)) if conts[i]}
-        known = {i: got for i in rows if (got := self._streamed_logprobs(heads[i], conts[i])) is not None}
+        streamed = self._streamed  # one snapshot: another thread's stream may replace it meanwhile
+        known = {i: got for i in rows if (got := streamed_logprobs(streamed, heads[i], conts[i])) is not None}
         # only when no other reply to that prompt is scored in this call: options compare like for like
-        if known and self._streamed and all(i in known for i in rows if heads[i] == self._streamed[0]):
+        if known and streamed and all(i in known for i in rows if heads[i] == streamed[0]):
             for i, got in known.items():
                 result[i] = got
                 del rows[i]
@@ -930,15 +941,6 @@ class LlamaCppLLM(Judge):
                     for (i, p), lp in zip(where, self.shortlist.logprobs(np.stack(states), rows, where), strict=True):
                         result[i][p - len(heads[i])] = lp
         return result
-
-    def _streamed_logprobs(self, head: list[int], cont: list[int]) -> list[float] | None:
-        """The log-probs of ``cont`` after ``head`` if the last stream replied to ``head`` with tokens starting so."""
-        if self._streamed is None or self._streamed[0] != head:
-            return None
-        replied = self._streamed[1]
-        if [t for t, _ in replied[: len(cont)]] != cont:
-            return None
-        return [lp for _, lp in replied[: len(cont)]]
 
     def token_logprobs(self, prefixes: Sequence[str], continuations: Sequence[str]) -> list[list[float]]:
         """Per-token log p(continuation token | prefix, earlier tokens) of raw text.
