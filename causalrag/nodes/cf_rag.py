@@ -45,6 +45,7 @@ from causalrag.nodes.common import (
     question_of,
     store_of,
     stream_text,
+    titled_text,
     traced,
 )
 from causalrag.nodes.evidence import (
@@ -90,12 +91,6 @@ from causalrag.tools.store import stored_id
 
 REGENERATE_TEMPERATURE = 0.8
 QUICK_ANSWER_TOKENS = 16
-
-
-def passage_text(doc: Document) -> str:
-    """The passage as the prompts show it: ``title: text`` (the text alone when it has no title)."""
-    title = doc.metadata.get("title")
-    return f"{title}: {doc.page_content}" if title else doc.page_content
 
 
 # --------------------------------------------------------------------------- §4.1.1 counterfactuals
@@ -193,7 +188,7 @@ def ranked_edits(ctx: CFRAGContext, question: str) -> dict[str, list[str]]:
     """
     docs = store_of(ctx).retrieve(question, ctx.k, mode=ctx.retrieval, ids=ctx.ids)
     entities = question_entities(question)[:2]
-    spans = list(dict.fromkeys(s for d in docs for s in answer_spans(passage_text(d), exclude=question, limit=20)))
+    spans = list(dict.fromkeys(s for d in docs for s in answer_spans(titled_text(d), exclude=question, limit=20)))
     replacements: dict[str, list[str]] = {}
     if entities and spans:
         vectors = embed(entities + spans)
@@ -300,7 +295,7 @@ def dialectical_retrieve(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> C
     if not docs:
         emit_evidence(runtime, "dialectical_retrieve", [], retrieved=0)
         return {"pool": [], "trace": [{"retrieved": 0, "duplicates": 0, "filtered_out": 0, "pool": 0}]}
-    vectors = embed([passage_text(d) for d in docs])
+    vectors = embed([titled_text(d) for d in docs])
     keep = cm.dedup_keep(vectors, ctx.theta_dedup)
     relevance = (vectors @ embed(queries).T).max(axis=1)
     passes = [
@@ -333,7 +328,7 @@ def cluster_and_sample(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> CFR
         samples: list[list[Document]] = [[] for _ in range(ctx.hypotheses)]
         emit(runtime, "clusters", "cluster", clusters=[])
         return {"clusters": [], "samples": samples, "trace": [{"clusters": 0, "sample_sizes": [0] * ctx.hypotheses}]}
-    vectors = embed([passage_text(d) for d in pool])
+    vectors = embed([titled_text(d) for d in pool])
     relevance = vectors @ embed([question_of(state)])[0]
     labels = cm.spectral_clusters(vectors, ctx.clusters, seed=ctx.seed)
     picks = cm.stratified_samples(labels, relevance, paths=ctx.hypotheses, rho=ctx.rho, tau=ctx.tau, seed=ctx.seed)
@@ -417,12 +412,12 @@ def hypothesize(state: HypothesisTask, runtime: Runtime[CFRAGContext]) -> CFRAGU
         scores = reliability(confirmations(candidates, [Reading(**read[d.id]) for d in docs if d.id in read]), choice)
         best = max(range(len(candidates)), key=scores.__getitem__)
         answer = candidates[best]
-        stating = [d for d in docs if mentions(answer, passage_text(d))]
+        stating = [d for d in docs if mentions(answer, titled_text(d))]
         hypothesis: Hypothesis = {
             "index": state["index"],
             "answer": answer,
             "probability": round(choice.probs[best], 4),
-            "rationale": passage_text(stating[0]) if stating else "",
+            "rationale": titled_text(stating[0]) if stating else "",
             "raw": "",
             "evidence": [d.metadata.get("title", "") for d in docs],
         }
@@ -461,7 +456,7 @@ def arbitrate(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> CFRAGUpdate:
     ids = list(evidence)
     rel = query_relevance(llm, list(evidence.values()), [question, *(state.get("cf_queries") or [])])
     answers = [h["answer"] or "unknown" for h in hyps]
-    vectors = embed(answers + [passage_text(evidence[i]) for i in ids])
+    vectors = embed(answers + [titled_text(evidence[i]) for i in ids])
     answer_vecs, evidence_vecs = vectors[: len(hyps)], vectors[len(hyps) :]
     scored_judgment = judge_of(ctx) == "score"
     if ctx.extended:
@@ -484,7 +479,7 @@ def arbitrate(state: CFRAGState, runtime: Runtime[CFRAGContext]) -> CFRAGUpdate:
         if support is not None:
             mention = np.array([support[r][distinct.index(answers[j])] for r in judged], dtype=float)
         else:
-            mention = np.array([mentions(h["answer"], passage_text(evidence[ids[r]])) for r in judged], dtype=float)
+            mention = np.array([mentions(h["answer"], titled_text(evidence[ids[r]])) for r in judged], dtype=float)
         coh = cm.phi_coherence(
             evidence_vecs[judged] @ answer_vecs[j], rel[judged, 0], mention, ctx.lambda1, ctx.lambda2
         )

@@ -108,6 +108,12 @@ def question_of(state: Mapping[str, Any]) -> str:
     return question
 
 
+def titled_text(doc: Document) -> str:
+    """The passage as the prompts show it: ``title: text`` (the text alone when it has no title)."""
+    title = doc.metadata.get("title")
+    return f"{title}: {doc.page_content}" if title else doc.page_content
+
+
 def doc_json(doc: Document) -> dict[str, Any]:
     """A document as plain JSON: id, title, text, score and any other scalar metadata."""
     extra = {

@@ -55,6 +55,7 @@ from causalrag.nodes.common import (
     question_of,
     store_of,
     stream_text,
+    titled_text,
     traced,
 )
 from causalrag.nodes.evidence import most_confirmed, read_cached
@@ -124,12 +125,6 @@ def key_entities(question: str) -> list[str]:
     return list(dict.fromkeys(s for s in spans if s))
 
 
-def passage_text(doc: Document) -> str:
-    """The passage as the prompts show it: ``title: text`` (the text alone when it has no title)."""
-    title = doc.metadata.get("title")
-    return f"{title}: {doc.page_content}" if title else doc.page_content
-
-
 def content_words(text: str) -> set[str]:
     """The text's normalized words, stopwords and question words left out."""
     return {w for w in normalize_answer(text).split() if w not in _STOPWORDS}
@@ -168,7 +163,7 @@ def support(claim: str, documents: Sequence[Document]) -> float:
     words = content_words(claim)
     if not words:
         return 0.0
-    found = set().union(*(content_words(passage_text(d)) for d in documents)) if documents else set()
+    found = set().union(*(content_words(titled_text(d)) for d in documents)) if documents else set()
     return len(words & found) / len(words)
 
 
@@ -177,7 +172,7 @@ def best_source(claim: str, documents: Sequence[Document]) -> list[Document]:
     if not documents:
         return []
     words = content_words(claim)
-    return [max(documents, key=lambda d: len(words & content_words(passage_text(d))))]
+    return [max(documents, key=lambda d: len(words & content_words(titled_text(d))))]
 
 
 def new_entities(texts: Sequence[str], question: str) -> list[str]:
@@ -262,7 +257,7 @@ def collate(state: RetroState, runtime: Runtime[RetroContext]) -> RetroUpdate:
     new = [trimmed for d in hits if d.id not in held_ids for trimmed in fits([d])][: ctx.retrieve_k]  # each fits alone
     pool = held + new
     if ctx.collation:
-        scores = match_scores(ctx, matching, [passage_text(d) for d in pool])
+        scores = match_scores(ctx, matching, [titled_text(d) for d in pool])
         kept = [with_score(pool[i], scores[i]) for i in top(pool, scores, ctx.evidence_size)]
     else:
         scores, kept = [], pool
@@ -475,8 +470,8 @@ def scored_answer(
                 "trace": [{"iteration": iteration, "answer": "", "no_candidate_fallbacks": 1}]}
     choice, scores = confirmed
     final = choice.options[max(range(len(scores)), key=scores.__getitem__)]
-    stating = [d for d in sources if mentions(final, passage_text(d))]
-    reasoning = key_sentences(question, passage_text(stating[0]), 1) if stating else ""
+    stating = [d for d in sources if mentions(final, titled_text(d))]
+    reasoning = key_sentences(question, titled_text(stating[0]), 1) if stating else ""
     rng = np.random.default_rng(None if ctx.seed is None else ctx.seed + iteration)
     weights = softmax([s / max(ctx.sc_temperature, 1e-3) for s in choice.scores])  # a non-finite score weighs nothing
     sc_answer = choice.options[int(rng.choice(len(weights), p=weights))]
