@@ -2,9 +2,8 @@
 
 retrieve top-N candidates (BM25 by default, as the paper reranks BM25's top 100, §5.2.1)
 → ``rerank_cis``: keep the top-k by CIS(Q → K) = log p(K|Q) − log p(K) (§4.1), or by the
-distilled cross-encoder's estimate of it (§4.2) → answer from those k passages. Like every robust
-method it first looks at the shape of the evidence (``mechanism``, :mod:`causalrag.nodes.triage`)
-and reranks only where the sources disagree.
+distilled cross-encoder's estimate of it (§4.2) → answer from those k passages, on every question
+(routing by the shape of the evidence is the separate method :mod:`causalrag.graphs.triage`).
 """
 
 from __future__ import annotations
