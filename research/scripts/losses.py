@@ -7,13 +7,16 @@ the first class that fits, read from the run's records and the question's own pa
   retrieval had a right one first; the 270M model reading the reranked passages together follows the first.
 * ``selection``: a reranking method kept fewer right passages (the suite's gold titles) than standard RAG's
   top k (the open setting, where it chooses k of N candidates).
+* ``memory``: the answer cites only passages the method wrote from the model's own knowledge (Astute's
+  internal passages, §3.1).
+* ``form``: the answer overlaps a right one (F1 > 0), names no wrong answer, and is not accepted as right
+  (too long, a part of it).
 * ``majority``: more wrong passages of the pool name the method's answer than there are right passages (the
   suite's ``correct`` and ``support`` roles); a method that answers with what most sources confirm (retro's
   Answerer, CF-RAG's synthesis, Astute's consolidated groups) takes it.
 * ``minority``: some wrong passages name the answer, no more than there are right ones.
 * ``no passage``: no wrong passage names the answer (an answer from memory, a copied example, a mis-read
   span of a right passage).
-* ``form``: the answer overlaps a right one (F1 > 0) but is not accepted as it (too long, a part of it).
 
 In the open setting the pool is everything the collection holds about the question's card: its passages in
 every condition (a question id is ``<card>-<condition>``).
@@ -53,7 +56,10 @@ def loss_class(method: str, mine: dict, base: dict, pool: list[tuple[str, str]],
     if method in RERANKERS and sum(d.get("gold", False) for d in mine["documents"]) < sum(
             d.get("gold", False) for d in base["documents"]):
         return "selection"
-    if (mine.get("f1") or 0) > 0:
+    cited = [str(d.get("id") or "") for d in mine["documents"]]
+    if cited and all(c.startswith("internal") for c in cited):
+        return "memory"
+    if (mine.get("f1") or 0) > 0 and not mine.get("misled"):
         return "form"
     # a planted answer is named in several forms ("Max Planck", "Planck"): count a passage naming any of them
     said = wrong if mine.get("misled") else [mine["prediction"]] if mine["prediction"] else []
@@ -89,7 +95,7 @@ def main() -> None:
         if method == args.against or base is None or not (base["acc"] and not mine["acc"]):
             continue
         losses[method].append((loss_class(method, mine, base, *pools[qid]), mine["condition"], mine, base))
-    classes = ["ordering", "selection", "majority", "minority", "no passage", "form"]
+    classes = ["ordering", "selection", "memory", "form", "majority", "minority", "no passage"]
     print(f"Losses against {args.against} ({spec}), by the step they come from\n")
     print("| method | losses | " + " | ".join(classes) + " | by condition |")
     print("|---|---|" + "---|" * len(classes) + "---|")
