@@ -58,7 +58,7 @@ CONDITION_GROUPS: dict[str, tuple[str, ...]] = {
     "worst_case": ("all_wrong", "no_relevant"),
 }
 """Pooled conditions of the robustness suite: the groups its targets are stated on
-([Results](../results.md#robustness-suite-test-half)).
+(the Results page, docs/results.md).
 
 A group is reported for a method when the paired questions hold every one of its conditions, so a pooled figure
 always means the same pool."""
