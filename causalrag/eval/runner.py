@@ -15,7 +15,8 @@ a time, safely, and only the work around them overlaps.
 
 ``shard="I/N"`` asks only the questions whose id hashes to shard I of N (SHA-256 of the id, modulo N:
 stable across machines, dataset order and ``--limit``, about 1/N each); the open setting's corpus still
-holds every question's passages, so shards merged by :func:`merge_runs` equal one whole run.
+holds every question's passages, so shards merged by :func:`merge_runs` equal one whole run. In the open
+setting each distinct question is asked once (:func:`~causalrag.eval.settings.distinct_questions`).
 
 A method that raises on a question gets a result row with ``error`` set (and empty answer), so
 reports count failures instead of silently skipping them; an interrupt (Ctrl-C) is never recorded,
@@ -57,7 +58,7 @@ from causalrag.eval.conditions import load_examples
 from causalrag.eval.datasets import Example
 from causalrag.eval.inject import asserted_answers, is_injected, with_distractors
 from causalrag.eval.metrics import AnswerScores, answer_scores, containment, ndcg_at_k, recall_at_k
-from causalrag.eval.settings import CachedEmbeddings, Pools, Setting, gold_ids
+from causalrag.eval.settings import CachedEmbeddings, Pools, Setting, distinct_questions, gold_ids
 from causalrag.state.base import RAGContext, TraceEntry
 from causalrag.state.triage import Decision, Evidence, Route
 
@@ -570,6 +571,8 @@ def _questions(config: EvalConfig) -> tuple[list[Example], list[Example], list[E
     """The dataset, the questions asked (its first ``limit``) and this shard's share of them."""
     dataset = load_examples(config.dataset)
     examples = dataset[: config.limit] if config.limit else dataset
+    if config.setting == "open":
+        examples = distinct_questions(examples)
     if not examples:
         raise CausalRAGError(f"Dataset {config.dataset!r} has no questions.")
     if any(config.inject) and not any(e.passages for e in examples):

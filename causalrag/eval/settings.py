@@ -8,13 +8,17 @@
   records evidence from outside the pool as ``leaked``.
 * ``open`` — one collection of every paragraph of the dataset plus every question's injected
   passages at this K (a poisoned corpus, as in corpus-poisoning attacks), top-k over all of it.
-  A dataset without pools (FlashRAG JSONL) retrieves from a named collection instead.
+  A dataset without pools (FlashRAG JSONL) retrieves from a named collection instead. Each distinct
+  question is asked once (:func:`distinct_questions`): the suite asks a fact card's question under six
+  pool conditions, which one collection makes the same question with the same evidence.
 
 Gold evidence is known in both: the ids of the question's gold paragraphs.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Sequence
 from typing import Literal
 
@@ -29,6 +33,44 @@ from causalrag.tools.store import Store
 Setting = Literal["distractor", "open"]
 """A retrieval setting: each question's own pool, or one collection of every paragraph."""
 SETTINGS: tuple[str, ...] = ("distractor", "open")
+ALL_CONDITIONS = "all_conditions"
+"""The condition of an open-setting question asked under several pool conditions."""
+
+
+def distinct_questions(examples: Sequence[Example]) -> list[Example]:
+    """The open setting's questions: one per distinct question and gold answers, in first-seen order.
+
+    In the open setting every question retrieves from one collection, so a question asked under several
+    pool conditions (the robustness suite asks each fact card's question in six) sees the same evidence
+    each time; asking it once per condition would count one answer several times and narrow every
+    interval. Twins merge into one example: their passages (the collection holds them all anyway), gold
+    titles and planted wrong answers together, their condition when they share one (else
+    :data:`ALL_CONDITIONS`), and the stem their ids share before a separator (``c001`` for
+    ``c001-clean_single`` and ``c001-all_wrong``), else the first one's id.
+    """
+    groups: dict[tuple[str, tuple[str, ...]], list[Example]] = {}
+    for ex in examples:
+        groups.setdefault((ex.question, tuple(ex.answers)), []).append(ex)
+    taken = {ex.id for ex in examples}
+    return [_merged(twins, taken) for twins in groups.values()]
+
+
+def _merged(twins: list[Example], taken: set[str]) -> Example:
+    """One example standing for ``twins`` (the same question and answers); see :func:`distinct_questions`."""
+    first = twins[0]
+    if len(twins) == 1:
+        return first
+    stems = {re.split(r"[-_:]", t.id, maxsplit=1)[0] for t in twins}
+    stem = stems.pop() if len(stems) == 1 else ""
+    conditions = {t.condition for t in twins}
+    return dataclasses.replace(
+        first,
+        id=stem if stem and stem not in taken else first.id,
+        passages=list({p.id: p for t in twins for p in t.passages}.values()),
+        gold_titles=list(dict.fromkeys(g for t in twins for g in t.gold_titles)),
+        wrong_answers=list(dict.fromkeys(w for t in twins for w in t.wrong_answers)),
+        condition=first.condition if len(conditions) == 1 else ALL_CONDITIONS,
+    )
 
 
 class CachedEmbeddings(Embeddings):

@@ -18,8 +18,8 @@ the first class that fits, read from the run's records and the question's own pa
 * ``no passage``: no wrong passage names the answer (an answer from memory, a copied example, a mis-read
   span of a right passage).
 
-In the open setting the pool is everything the collection holds about the question's card: its passages in
-every condition (a question id is ``<card>-<condition>``).
+In the open setting the pool is everything the collection holds about the question: the passages of its twins
+(a card's question in every condition), which the open setting asks once (``distinct_questions``).
 
 Usage: ``python research/scripts/losses.py RUN_DIR [RUN_DIR ...] [--against standard_rag]``; prints a
 Markdown table of loss classes per method and condition, then every loss.
@@ -33,6 +33,7 @@ import json
 from pathlib import Path
 
 from causalrag.eval.conditions import load_examples
+from causalrag.eval.settings import distinct_questions
 from causalrag.text import mentions
 
 RERANKERS = {"cis", "moi"}
@@ -80,11 +81,14 @@ def main() -> None:
     spec = rows[0]["dataset"]
     examples = load_examples(spec)
     if rows[0].get("setting") == "open":
-        # one collection: what it holds about a question is every passage of its card, whichever condition's
-        cards: dict[str, dict[str, tuple[str, str]]] = collections.defaultdict(dict)
-        for ex in examples:
-            cards[ex.id.rsplit("-", 1)[0]].update({p.id: (f"{p.title}: {p.text}", p.source) for p in ex.passages})
-        pools = {ex.id: (list(cards[ex.id.rsplit("-", 1)[0]].values()), ex.wrong_answers) for ex in examples}
+        # one collection: what it holds about a question is every passage of its twins (a card's question in
+        # every condition), as asked once since the open setting merges them; runs made before that asked each
+        # twin under its own id
+        pools = {}
+        for merged in distinct_questions(examples):
+            pool = ([(f"{p.title}: {p.text}", p.source) for p in merged.passages], merged.wrong_answers)
+            twins = [ex.id for ex in examples if (ex.question, ex.answers) == (merged.question, merged.answers)]
+            pools.update(dict.fromkeys([merged.id, *twins], pool))
     else:
         pools = {ex.id: ([(f"{p.title}: {p.text}", p.source) for p in ex.passages], ex.wrong_answers)
                  for ex in examples}

@@ -199,3 +199,44 @@ def test_a_routed_result_records_its_route_decision_and_evidence():
     assert row["decision"] == decision and row["evidence"] == {"groups": 2} and "assessment" not in row
     failed = score_result({}, example, gold=[], pool=None, asserted=[], k=5)
     assert (failed["path"], failed["route"], failed["decision"], failed["evidence"]) == ([], None, None, None)
+
+
+def test_open_setting_asks_each_distinct_question_once(tmp_path, fake_embeddings):
+    """The suite asks a card's question under several pool conditions; one collection makes them one question."""
+    from causalrag.eval.conditions import load_examples
+
+    spec = "robust?split=holdout&condition=clean_single,conflict_majority_wrong"
+    suite = load_examples(spec)
+    twice = {e.question for e in suite if sum(f.question == e.question for f in suite) == 2}
+    assert twice and len(suite) > len({e.question for e in suite})
+    rows = run_eval(config(dataset=spec, methods=["standard_rag"], inject=[0], limit=None, setting="open"), tmp_path,
+                    llm=FakeLLM(default="1066"), embeddings=fake_embeddings, progress=False)
+    assert sorted(r["question"] for r in rows) == sorted({e.question for e in suite})
+    merged = [r for r in rows if r["question"] in twice]
+    assert all(r["condition"] == "all_conditions" and "-" not in r["question_id"] for r in merged)
+    # every condition's planted answer counts: the clean pool alone plants none
+    assert all(r["misled"] is not None for r in merged)
+    distractor = run_eval(config(dataset=spec, methods=["standard_rag"], inject=[0], limit=None), tmp_path / "d",
+                          llm=FakeLLM(default="1066"), embeddings=fake_embeddings, progress=False)
+    assert len(distractor) == len(suite)  # each pool is its own question there
+
+
+def test_distinct_questions_merge_twins_and_keep_the_rest():
+    from causalrag.eval.datasets import Example
+    from causalrag.eval.settings import ALL_CONDITIONS, distinct_questions
+    from causalrag.tools.store import Passage
+
+    right, swapped = Passage("A", "Canberra is the capital."), Passage("B", "Sydney is the capital.")
+    clean = Example("c1-clean_single", "Capital?", ["Canberra"], gold_titles=["A"], passages=[right],
+                    condition="clean_single")
+    conflict = Example("c1-conflict_majority_wrong", "Capital?", ["Canberra"], gold_titles=["A"],
+                       passages=[right, swapped], wrong_answers=["Sydney"], condition="conflict_majority_wrong")
+    trap = Example("t1", "Capital?", ["Wellington"], condition="correlation_trap")  # other answers: not a twin
+    merged, other = distinct_questions([clean, conflict, trap])
+    assert (merged.id, merged.condition, merged.wrong_answers, merged.gold_titles) == (
+        "c1", ALL_CONDITIONS, ["Sydney"], ["A"])
+    assert [p.id for p in merged.passages] == [right.id, swapped.id] and other is trap
+    # a stem that is another question's id, or twins with no common stem, keep the first id
+    assert distinct_questions([clean, conflict, Example("c1", "Other?", ["x"])])[0].id == "c1-clean_single"
+    same = distinct_questions([clean, Example("z9", "Capital?", ["Canberra"], condition="clean_single")])
+    assert [(e.id, e.condition) for e in same] == [("c1-clean_single", "clean_single")]
