@@ -10,6 +10,7 @@ rows = [json.loads(l) for r in runs for l in open(f"{r}/results.jsonl")]
 cfg = json.load(open(f"{runs[0]}/config.json"))
 examples = load_examples(cfg["dataset"]); order = {e.id: i for i, e in enumerate(examples)}
 merged = {(m.question, tuple(m.answers)): m for m in distinct_questions(examples)}
+by_id = {m.id: m for m in merged.values()}
 groups = collections.defaultdict(list)
 for r in rows:
     m = merged[(r["question"], tuple(r["answers"]))]
@@ -19,7 +20,7 @@ for (method, mid, k), twins in sorted(groups.items()):
     twins.sort(key=lambda r: order[r["question_id"]])
     total[method] += 1
     if len({t["prediction"] for t in twins}) > 1: differ[method] += 1
-    r = dict(twins[0]); m = next(v for v in merged.values() if v.id == mid)
+    r = dict(twins[0]); m = by_id[mid]
     r.update(question_id=mid, condition=m.condition, key=f"{method}|K={k}|{mid}",
              misled=containment(r["prediction"], m.wrong_answers) if m.wrong_answers and not k else r["misled"])
     keep.append(r)
