@@ -22,8 +22,11 @@ full softmax ("full", before) and with the shortlist ("shortlist", after), back 
 the table gives time and work of both as multiples of the same mode's ``standard_rag``. The shortlist's
 projection runs outside ``_decode``: it is its own column, and part of "outside".
 
-Usage: ``python benchmarks/floor.py [--questions 3] [--methods all] [--shortlist full,shortlist]``
-(``--methods triage,triage@route=vote``: a method beside itself with one parameter set otherwise).
+Usage: ``python benchmarks/floor.py [--questions 3] [--dataset hotpotqa] [--shard I/N] [--methods all]
+[--shortlist full,shortlist]`` (``--dataset "robust?split=dev" --shard 1/40``: the suite's short passages, where
+fixed costs weigh more than on HotpotQA's ten paragraphs)
+(``--methods triage,triage@route=vote``: a method beside itself with one parameter set otherwise; ``--nodes``:
+each method's cells, rows, calls and work per graph node as well).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import argparse
 import statistics
 import tempfile
 import time
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -40,10 +44,12 @@ from _needs import need
 need("llamacpp", "llama_cpp")
 
 from cost import MODES, machine, prior_home, runs, switch  # noqa: E402  (importing cost.py first gives the run a fresh CAUSALRAG_HOME)
+from langgraph.config import get_config  # noqa: E402
 
 from causalrag.corpus import hotpotqa_questions  # noqa: E402
 from causalrag.eval.runner import EvalConfig, run_eval  # noqa: E402
 from causalrag.graphs.registry import methods as registry  # noqa: E402
+from causalrag.tools import coalesce  # noqa: E402
 from causalrag.tools.backends.llamacpp import LlamaCppLLM, log_normalizer  # noqa: E402
 
 
@@ -110,11 +116,12 @@ def unit_costs(llm: LlamaCppLLM, repeats: int = 5) -> dict[str, float]:
 class Counted:
     """Counts the cells, logit rows (full, and hidden-state rows for the shortlist) and decode calls of everything
     ``llm._decode`` runs, its seconds (llama.cpp's decoding plus reading what it returns), and the seconds of the
-    shortlist's projections."""
+    shortlist's projections; and the same per graph node (``by_node``: the LangGraph node a decode ran in)."""
 
     def __init__(self, llm: LlamaCppLLM) -> None:
         self.cells = self.rows = self.hidden_rows = 0
         self.seconds = self.projecting = 0.0
+        self.by_node: dict[str, Counter[str]] = defaultdict(Counter)
         self.llm, self._decode = llm, llm._decode
         llm._decode = self
         if llm.shortlist is not None:
@@ -130,25 +137,69 @@ class Counted:
             llm.shortlist.logprobs = timed
 
     def __call__(self, entries, use=None, *, keep=(), hidden=False):
-        self.cells += len(entries)
         wanted = sum(bool(e[3]) for e in entries)
-        self.rows += 0 if hidden else wanted
-        self.hidden_rows += wanted if hidden else 0
-        start = time.perf_counter()
+        calls, start = self.llm.usage.forward_passes, time.perf_counter()
         try:
             return self._decode(entries, use, keep=keep, hidden=hidden)
         finally:
-            self.seconds += time.perf_counter() - start
+            seconds = time.perf_counter() - start
+            self.cells += len(entries)
+            self.rows += 0 if hidden else wanted
+            self.hidden_rows += wanted if hidden else 0
+            self.seconds += seconds
+            node = self.by_node[current_node()]
+            node.update(cells=len(entries), rows=0 if hidden else wanted, hidden_rows=wanted if hidden else 0,
+                        calls=self.llm.usage.forward_passes - calls)
+            node["decoding"] += seconds
 
     def totals(self) -> tuple[float, ...]:
         return self.cells, self.rows, self.hidden_rows, self.llm.usage.forward_passes, self.seconds, self.projecting
+
+
+def current_node() -> str:
+    """The graph node running now (LangGraph's run metadata), else the nodes whose ``generate`` calls the coalescer
+    is decoding as one batch (it decodes them in a fresh context), else "outside" a graph run."""
+    try:
+        return str(get_config().get("metadata", {}).get("langgraph_node", "outside"))
+    except RuntimeError:
+        return _coalesced_for or "outside"
+
+
+_coalesced_for = ""
+
+
+class _NamedCall(coalesce._Call):
+    """A coalesced ``generate`` call that remembers the node it came from."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.node = current_node()
+
+
+def _decode_naming_callers(self, calls, settings) -> None:
+    global _coalesced_for
+    _coalesced_for = "+".join(sorted({c.node for c in calls}))
+    try:
+        _decode_group(self, calls, settings)
+    finally:
+        _coalesced_for = ""
+
+
+_decode_group = coalesce.Coalescer._decode
+coalesce._Call, coalesce.Coalescer._decode = _NamedCall, _decode_naming_callers  # the floor's node names only
 
 
 FIGURES = ("cells", "rows", "hidden_rows", "calls", "decoding", "projecting")
 
 
 def measure(
-    llm: LlamaCppLLM, methods: list[str], questions: int, modes: tuple[str, ...]
+    llm: LlamaCppLLM,
+    methods: list[str],
+    questions: int | None,
+    modes: tuple[str, ...],
+    *,
+    dataset: str = "hotpotqa",
+    shard: str | None = None,
 ) -> dict[str, dict[str, dict[str, float]]]:
     """{mode: {label: per-question figures}}; the modes of one method back to back (cost.py's order)."""
     kept = llm.shortlist
@@ -165,11 +216,12 @@ def measure(
             prior_home(homes, label, mode)
             switch(llm, mode, kept)
             llm.clear_cache()
-            before = counter.totals()
+            before, nodes_before = counter.totals(), {n: Counter(c) for n, c in counter.by_node.items()}
             config = EvalConfig(
-                dataset="hotpotqa",
+                dataset=dataset,
                 methods=[method],
                 limit=questions,
+                shard=shard,
                 params={method: {**registry()[method].cpu_params, **({name: value} if name else {})}},
                 backend="llamacpp",
             )
@@ -177,9 +229,15 @@ def measure(
                 config, out / f"{mode}-{spec}{'' if label == spec else '-warm'}", llm=llm, progress=False
             )
             counts = (now - then for now, then in zip(counter.totals(), before, strict=True))
-            row = rows[mode][label] = {"seconds": sum(r["wall_seconds"] for r in results) / questions}
-            row |= {k: v / questions for k, v in zip(FIGURES, counts, strict=True)}
+            asked = len(results)
+            row = rows[mode][label] = {"seconds": sum(r["wall_seconds"] for r in results) / asked}
+            row |= {k: v / asked for k, v in zip(FIGURES, counts, strict=True)}
             row["answers"] = [r["prediction"] for r in results]
+            row["nodes"] = {
+                n: {k: v / asked for k, v in (c - nodes_before.get(n, Counter())).items()}
+                for n, c in counter.by_node.items()
+                if c != nodes_before.get(n)
+            }
             print(f"  {mode} {label}: {row['seconds']:.2f} s/question ({machine()})", flush=True)
     switch(llm, "shortlist", kept)
     return rows
@@ -187,7 +245,9 @@ def measure(
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--questions", type=int, default=3)
+    parser.add_argument("--questions", type=int, default=None, help="First N questions (default 3; all with --shard).")
+    parser.add_argument("--dataset", default="hotpotqa", help="A `causalrag eval` dataset, e.g. 'robust?split=dev'.")
+    parser.add_argument("--shard", default=None, help="I/N: a spread of the dataset's questions (by id hash).")
     parser.add_argument(
         "--methods",
         default="all",
@@ -197,11 +257,15 @@ def main() -> None:
     parser.add_argument(
         "--shortlist", default="full,shortlist", help="Scored tokens over the full vocabulary, the shortlist, or both."
     )
+    parser.add_argument("--nodes", action="store_true", help="Also each method's work per graph node (first mode).")
     args = parser.parse_args()
     modes = tuple(m for m in MODES if m in args.shortlist.split(","))
     chosen = list(registry()) if args.methods == "all" else args.methods.split(",")
     methods = ["standard_rag", *[m for m in chosen if m != "standard_rag"]]
-    print(f"floor: {args.questions} HotpotQA questions, CPU-sized knobs, llama.cpp; {machine()}", flush=True)
+    questions = args.questions if args.questions or args.shard else 3
+    which = f"shard {args.shard}" if args.shard else ""
+    print(f"floor: {args.dataset} {which} {questions or 'every'} question(s), distractor setting, CPU-sized knobs, "
+          f"llama.cpp; {machine()}", flush=True)
     llm = LlamaCppLLM(shortlist="shortlist" in modes)
     llm.generate(["Question: What is the capital of France?\nAnswer:"], max_new_tokens=4)  # warm-up
     unit = unit_costs(llm)
@@ -210,7 +274,7 @@ def main() -> None:
     if "b_s" in unit:
         print(f"shortlist: b_s = {unit['b_s'] * 1e3:.2f} ms a scored row ({unit['b_s_decode'] * 1e3:.2f} in llama.cpp, "
               f"{unit['b_s_projection'] * 1e3:.2f} projecting {len(llm.shortlist)} + the row's tokens)", flush=True)
-    rows = measure(llm, methods, args.questions, modes)
+    rows = measure(llm, methods, questions, modes, dataset=args.dataset, shard=args.shard)
     for mode_rows in rows.values():
         for r in mode_rows.values():
             r["work"] = (
@@ -236,7 +300,33 @@ def main() -> None:
                 f"{r['rows']:.0f} | {r['hidden_rows']:.0f} | {r['calls']:.0f} | "
                 f"{r['work']:.2f} | {r['work'] / base['work']:.2f} | {changed if mode != modes[0] else '–'} |"
             )
+    if args.nodes:
+        print(node_table(rows[modes[0]], unit))
     print(f"\n{machine()}")
+
+
+def node_table(rows: dict[str, dict], unit: dict[str, float]) -> str:
+    """Each method's work per graph node, per question asked, at the unit costs (a node's cells, rows and calls)."""
+    base = rows["standard_rag"]["work"]
+    lines = [
+        "\n| method | node | cells/q | logit rows/q | shortlist rows/q | decode calls/q | in llama.cpp s/q "
+        "| work s/q | work × standard_rag's |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for label, r in rows.items():
+        for node, c in r["nodes"].items():
+            work = (
+                unit["a"] * c.get("cells", 0)
+                + unit["b"] * c.get("rows", 0)
+                + unit.get("b_s", 0.0) * c.get("hidden_rows", 0)
+                + unit["c"] * c.get("calls", 0)
+            )
+            lines.append(
+                f"| {label} | {node} | {c.get('cells', 0):.0f} | {c.get('rows', 0):.1f} "
+                f"| {c.get('hidden_rows', 0):.1f} | {c.get('calls', 0):.1f} | {c.get('decoding', 0):.2f} "
+                f"| {work:.2f} | {work / base:.2f} |"
+            )
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
