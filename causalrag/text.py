@@ -25,6 +25,8 @@ _PUNCT = set(string.punctuation)
 _LEADS = re.compile(r"^(?:final answer|the answer is|answer)\s*[:\-]?\s*", re.IGNORECASE)
 _YES_NO_SENTENCE = re.compile(r"^(yes|no)\s*[,.;:!]", re.IGNORECASE)  # "Yes, both are American." answers "Yes"
 _GLUED_REASON = re.compile(r"\s+(?:because|since)\s.*$", re.IGNORECASE)  # "Robert Childers because [1] ..."
+# a reply that runs on into the prompt's next field on the same line: "Charles Babbage · Answer: Ada Lovelace · ..."
+_ECHOED_FIELD = re.compile(r"\s*[·•|]?\s*\b(?:question|passages?|answer|reason|rewrite)\s*:.*$", re.IGNORECASE)
 
 
 def one_line(text: str) -> str:
@@ -76,7 +78,8 @@ def f1_score(prediction: str, golds: Sequence[str]) -> float:
 def clean_answer(text: str) -> str:
     """The short answer in a model's reply: its first non-empty line, cleaned.
 
-    Control characters are blanked; an "Answer:" lead, a reason glued on ("… because …"), wrapping quotes
+    Control characters are blanked; an "Answer:" lead, a reason glued on ("… because …"), the prompt's next
+    field echoed on the same line ("… · Question: …", as news snippets' separators invite), wrapping quotes
     and a trailing period are dropped; a yes/no sentence ("Yes, both are American.") becomes its yes or no.
 
     Small base models often answer in a sentence or append their reason on the same line; the
@@ -87,7 +90,7 @@ def clean_answer(text: str) -> str:
     line = _LEADS.sub("", line, count=1)
     if yes_no := _YES_NO_SENTENCE.match(line):
         return yes_no.group(1)
-    line = _GLUED_REASON.sub("", line)
+    line = _ECHOED_FIELD.sub("", _GLUED_REASON.sub("", line))
     line = line.strip().strip("\"'`*").strip()
     return line[:-1].rstrip() if line.endswith(".") and not re.search(r"\b[A-Z]\.$", line) else line
 
@@ -223,7 +226,7 @@ def grounded(answer: str, text: str) -> str | None:
     """The longest run of ``answer``'s words that ``text`` states, as a :func:`name_only`.
 
     ``"carbon dioxide and sunlight"`` → ``"carbon dioxide"`` in a passage naming only the gas; None when
-    the text states none of substance.
+    the text states none of substance (function words alone, as "is a" of "is a midwinter celebration", are none).
     """
     words = answer.split()[:GROUNDED_WORDS]
     stated = f" {normalize_answer(text)} "
@@ -231,7 +234,7 @@ def grounded(answer: str, text: str) -> str | None:
         for start in range(len(words) - size + 1):
             part = name_only(" ".join(words[start : start + size]).strip(" ,.;:\"'"))
             norm = normalize_answer(part)
-            if norm and f" {norm} " in stated and set(norm.split()) - _NOT_ANSWERS:
+            if norm and f" {norm} " in stated and set(norm.split()) - _NOT_ANSWERS - _LEADING_FUNCTION_WORDS:
                 return part
     return None
 
@@ -254,7 +257,8 @@ _LEADING_FUNCTION_WORDS = frozenset(
 """Capitalized only because a question or sentence starts with them: never part of a name."""
 _NOT_ANSWERS = frozenset(
     "it he she they his her their this that these those when where which who what in on at after before during however "
-    "although as there its a an the by from with while since according some many one today".split()
+    "although as there its a an the by from with while since according some many one today you your yours we our "
+    "ours us my me".split()  # the second person and the first: page boilerplate ("Your privacy choices")
 )
 
 

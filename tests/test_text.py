@@ -31,6 +31,10 @@ from causalrag.text import (
         ("", ""),
         ("\x00\x00\n Rome\x00.", "Rome"),  # control characters are blanks, never the answer
         ("\x00\x07\x7f", ""),
+        # the reply ran on into the prompt's next field (news snippets separate headlines with "·")
+        ("George Washington · Question: Which US president made the Louisiana Purchase?", "George Washington"),
+        ("Charles Babbage · Answer: Ada Lovelace · Answer: John Napier", "Charles Babbage"),
+        ("Passages:", ""),
     ],
 )
 def test_clean_answer(raw, expected):

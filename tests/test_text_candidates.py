@@ -27,6 +27,7 @@ def test_spans_are_names_numbers_ranges_and_titles_not_in_the_question():
     assert "David Diamond" not in spans and "Family Man" not in spans  # the question names them
     assert answer_spans("Were Scott Derrickson and Ed Wood of the same nationality?") == ["Scott Derrickson", "Ed Wood"]
     assert answer_spans("it rained.") == []
+    assert "Your" not in answer_spans("Your privacy choices. Share this story.")  # page boilerplate, no answer
 
 
 def test_questions_that_name_their_own_options():
@@ -48,6 +49,9 @@ def test_grounded_trims_a_written_answer_to_what_the_passage_states():
     assert grounded("carbon dioxide and sunlight", text) == "carbon dioxide"
     assert grounded("Christopher Nolan", text) is None
     assert grounded("the", "the the") is None  # no word of substance
+    festival = "The Varnholm Lantern Festival is a midwinter celebration founded by Signe Aldervik."
+    assert grounded("is a tradition", festival) is None  # "is a" is stated, but names nothing
+    assert grounded("Signe Aldervik founded it", festival) == "Signe Aldervik"
 
 
 @pytest.mark.parametrize(("answer", "expected"), [

@@ -43,12 +43,16 @@ def answers(rows: list[dict]) -> dict[str, tuple]:
 
 def test_questions_in_flight_give_the_rows_of_one_at_a_time(tmp_path, fake_embeddings):
     meet = threading.Barrier(2, timeout=60)  # passes only when two questions are in the model at once
-    met = []
+    met: list[bool] = []
+    first = threading.Lock()
 
     def together(prompt: str) -> str:
-        if not met:
+        with first:  # only the first two calls wait: a third arriving before they met would wait for a fourth
+            waits = len(met) < 2
+            if waits:
+                met.append(True)
+        if waits:
             meet.wait()
-            met.append(True)
         return by_prompt(prompt)
 
     quiet = {"embeddings": fake_embeddings, "progress": False}
