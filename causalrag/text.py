@@ -25,8 +25,9 @@ _PUNCT = set(string.punctuation)
 _LEADS = re.compile(r"^(?:final answer|the answer is|answer)\s*[:\-]?\s*", re.IGNORECASE)
 _YES_NO_SENTENCE = re.compile(r"^(yes|no)\s*[,.;:!]", re.IGNORECASE)  # "Yes, both are American." answers "Yes"
 _GLUED_REASON = re.compile(r"\s+(?:because|since)\s.*$", re.IGNORECASE)  # "Robert Childers because [1] ..."
-# a reply that runs on into the prompt's next field on the same line: "Charles Babbage · Answer: Ada Lovelace · ..."
-_ECHOED_FIELD = re.compile(r"\s*[·•|]?\s*\b(?:question|passages?|answer|reason|rewrite)\s*:.*$", re.IGNORECASE)
+# a reply that runs on past its answer on the same line: into the prompt's next field ("Charles Babbage · Answer: Ada
+# Lovelace · ..."), or past a page's item separator ("George Washington · The US president made ...")
+_RUN_ON = re.compile(r"(?<=\S)(?:\s+[·•|])?\s+(?:question|passages?|answer|reason|rewrite)\s*:.*$|\s+[·•|]\s.*$", re.I)
 
 
 def one_line(text: str) -> str:
@@ -78,9 +79,10 @@ def f1_score(prediction: str, golds: Sequence[str]) -> float:
 def clean_answer(text: str) -> str:
     """The short answer in a model's reply: its first non-empty line, cleaned.
 
-    Control characters are blanked; an "Answer:" lead, a reason glued on ("… because …"), the prompt's next
-    field echoed on the same line ("… · Question: …", as news snippets' separators invite), wrapping quotes
-    and a trailing period are dropped; a yes/no sentence ("Yes, both are American.") becomes its yes or no.
+    Control characters are blanked; an "Answer:" lead, a reason glued on ("… because …"), a run-on past the
+    answer (the prompt's next field echoed on the same line, "… · Question: …", or text after a page's item
+    separator " · " or " | ", as news snippets and web pages invite), wrapping quotes and a trailing period
+    are dropped; a yes/no sentence ("Yes, both are American.") becomes its yes or no.
 
     Small base models often answer in a sentence or append their reason on the same line; the
     short answer is what EM/F1 and the methods' answer agreement compare.
@@ -90,7 +92,7 @@ def clean_answer(text: str) -> str:
     line = _LEADS.sub("", line, count=1)
     if yes_no := _YES_NO_SENTENCE.match(line):
         return yes_no.group(1)
-    line = _ECHOED_FIELD.sub("", _GLUED_REASON.sub("", line))
+    line = _RUN_ON.sub("", _GLUED_REASON.sub("", line))
     line = line.strip().strip("\"'`*").strip()
     return line[:-1].rstrip() if line.endswith(".") and not re.search(r"\b[A-Z]\.$", line) else line
 

@@ -34,7 +34,10 @@ from causalrag.text import (
         # the reply ran on into the prompt's next field (news snippets separate headlines with "·")
         ("George Washington · Question: Which US president made the Louisiana Purchase?", "George Washington"),
         ("Charles Babbage · Answer: Ada Lovelace · Answer: John Napier", "Charles Babbage"),
-        ("Passages:", ""),
+        ("Question: who founded it?", "Question: who founded it?"),  # a line that starts with a field: no run-on
+        ("George Washington · The US president made the Louisiana Purchase", "George Washington"),
+        ("tennis | Answer: tennis | Answer: tennis", "tennis"),
+        ("Mary Shelley|Percy Shelley", "Mary Shelley|Percy Shelley"),  # no spaced separator: left as it is
     ],
 )
 def test_clean_answer(raw, expected):
