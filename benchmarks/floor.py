@@ -277,12 +277,7 @@ def main() -> None:
     rows = measure(llm, methods, questions, modes, dataset=args.dataset, shard=args.shard)
     for mode_rows in rows.values():
         for r in mode_rows.values():
-            r["work"] = (
-                unit["a"] * r["cells"]
-                + unit["b"] * r["rows"]
-                + unit.get("b_s", 0.0) * r["hidden_rows"]
-                + unit["c"] * r["calls"]
-            )
+            r["work"] = work(r, unit)
     print(
         "\n| method | mode | s/q | × std | in llama.cpp s/q | projection s/q | outside s/q | cells/q | logit rows/q | "
         "shortlist rows/q | decode calls/q | work s/q | work × std | answers changed |"
@@ -305,6 +300,16 @@ def main() -> None:
     print(f"\n{machine()}")
 
 
+def work(counts: dict[str, float], unit: dict[str, float]) -> float:
+    """Seconds the counted cells, logit rows (full and shortlist) and decode calls take at the unit costs."""
+    return (
+        unit["a"] * counts.get("cells", 0)
+        + unit["b"] * counts.get("rows", 0)
+        + unit.get("b_s", 0.0) * counts.get("hidden_rows", 0)
+        + unit["c"] * counts.get("calls", 0)
+    )
+
+
 def node_table(rows: dict[str, dict], unit: dict[str, float]) -> str:
     """Each method's work per graph node, per question asked, at the unit costs (a node's cells, rows and calls)."""
     base = rows["standard_rag"]["work"]
@@ -315,16 +320,11 @@ def node_table(rows: dict[str, dict], unit: dict[str, float]) -> str:
     ]
     for label, r in rows.items():
         for node, c in r["nodes"].items():
-            work = (
-                unit["a"] * c.get("cells", 0)
-                + unit["b"] * c.get("rows", 0)
-                + unit.get("b_s", 0.0) * c.get("hidden_rows", 0)
-                + unit["c"] * c.get("calls", 0)
-            )
+            seconds = work(c, unit)
             lines.append(
                 f"| {label} | {node} | {c.get('cells', 0):.0f} | {c.get('rows', 0):.1f} "
                 f"| {c.get('hidden_rows', 0):.1f} | {c.get('calls', 0):.1f} | {c.get('decoding', 0):.2f} "
-                f"| {work:.2f} | {work / base:.2f} |"
+                f"| {seconds:.2f} | {seconds / base:.2f} |"
             )
     return "\n".join(lines)
 

@@ -236,7 +236,7 @@ def grounded(answer: str, text: str) -> str | None:
         for start in range(len(words) - size + 1):
             part = name_only(" ".join(words[start : start + size]).strip(" ,.;:\"'"))
             norm = normalize_answer(part)
-            if norm and f" {norm} " in stated and set(norm.split()) - _NOT_ANSWERS - _LEADING_FUNCTION_WORDS:
+            if norm and f" {norm} " in stated and set(norm.split()) - _NO_SUBSTANCE:
                 return part
     return None
 
@@ -262,6 +262,8 @@ _NOT_ANSWERS = frozenset(
     "although as there its a an the by from with while since according some many one today you your yours we our "
     "ours us my me".split()  # the second person and the first: page boilerplate ("Your privacy choices")
 )
+_NO_SUBSTANCE = _NOT_ANSWERS | _LEADING_FUNCTION_WORDS
+"""Words that name nothing alone: a stated run of only these ("is a") is no answer."""
 
 
 def question_options(question: str) -> list[str]:
