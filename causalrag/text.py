@@ -161,6 +161,17 @@ def states(text: str, answer: str, question: str = "") -> bool:
     return all(w in words for w in added)
 
 
+def states_part(text: str, answer: str, question: str = "") -> bool:
+    """Whether ``text`` states ``answer``, or a run of it that adds a name or term to the question.
+
+    A reply written as a sentence rarely has every word in one passage: "Tosca is an opera by Giacomo Puccini,
+    first performed in Rome in January 19" (cut at the token budget) and "The winner was Teodora Mirelescu, a
+    Romanian runner" (words of the model's own) are stated by a passage naming "Giacomo Puccini" or "Teodora
+    Mirelescu". A run of only the question's words and stop words states nothing.
+    """
+    return states(text, answer, question) or grounded(answer, text, beyond=question) is not None
+
+
 def same_answer(a: str, b: str) -> bool:
     """String agreement of two answers: normalized equality or whole-word containment either way."""
     return mentions(a, b) or mentions(b, a)
@@ -224,19 +235,22 @@ def answer_kind(answer: str) -> str:
     return "name" if any(w[:1].isupper() for w in answer.split()) else "phrase"
 
 
-def grounded(answer: str, text: str) -> str | None:
+def grounded(answer: str, text: str, *, beyond: str = "") -> str | None:
     """The longest run of ``answer``'s words that ``text`` states, as a :func:`name_only`.
 
     ``"carbon dioxide and sunlight"`` → ``"carbon dioxide"`` in a passage naming only the gas; None when
-    the text states none of substance (function words alone, as "is a" of "is a midwinter celebration", are none).
+    the text states none of substance (function words alone, as "is a" of "is a midwinter celebration", are none;
+    nor, when ``beyond`` (the question) is given, its words and stop words: what :func:`states` asks the
+    answer to add).
     """
     words = answer.split()[:GROUNDED_WORDS]
     stated = f" {normalize_answer(text)} "
+    nothing = _NO_SUBSTANCE | (set(normalize_answer(beyond).split()) | ENGLISH_STOP_WORDS if beyond else set())
     for size in range(len(words), 0, -1):
         for start in range(len(words) - size + 1):
             part = name_only(" ".join(words[start : start + size]).strip(" ,.;:\"'"))
             norm = normalize_answer(part)
-            if norm and f" {norm} " in stated and set(norm.split()) - _NO_SUBSTANCE:
+            if norm and f" {norm} " in stated and set(norm.split()) - nothing:
                 return part
     return None
 

@@ -9,6 +9,7 @@ from causalrag.text import (
     parse_json_object,
     parse_yes_no,
     states,
+    states_part,
 )
 
 
@@ -84,6 +85,28 @@ def test_parse_yes_no():
 )
 def test_states_checks_the_words_an_answer_adds_to_the_question(text, answer, question, expected):
     assert states(text, answer, question) is expected
+
+
+TOSCA = "Who composed the opera Tosca?"
+TOSCA_TEXT = "Rome's opera house. Tosca, an opera by Giacomo Puccini, was first performed in Rome in 1900."
+RACE = "Who won the 2031 Harbour Marathon?"
+RACE_TEXT = "Teodora Mirelescu won the Harbour Marathon in 2031, ahead of two Kenyan runners."
+
+
+@pytest.mark.parametrize(
+    ("text", "answer", "question", "expected"),
+    [
+        (TOSCA_TEXT, "Giacomo Puccini", TOSCA, True),  # stated outright
+        (TOSCA_TEXT, "Tosca is an opera by Giacomo Puccini, first performed in Rome in January 19", TOSCA, True),
+        (RACE_TEXT, "The winner was Teodora Mirelescu, a Romanian runner", RACE, True),  # the model's own words
+        (TOSCA_TEXT, "the opera Tosca was composed by", TOSCA, False),  # only the question's words
+        (RACE_TEXT, "it was won by a runner from Oslo", RACE, False),  # stop words and the question's
+        ("Timbuktu holds medieval manuscripts.", "Tosca is an opera by Giacomo Puccini", TOSCA, False),
+    ],
+)
+def test_states_part_takes_a_stated_name_in_a_written_sentence(text, answer, question, expected):
+    assert states(text, answer, question) is (expected and answer == "Giacomo Puccini")
+    assert states_part(text, answer, question) is expected
 
 
 @pytest.mark.parametrize(

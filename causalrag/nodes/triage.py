@@ -58,6 +58,7 @@ from causalrag.text import (
     question_options,
     same_answer,
     states,
+    states_part,
 )
 from causalrag.tools.backends.base import LLM
 
@@ -248,7 +249,7 @@ def read_alone(state: TriageState, runtime: Runtime[TriageContext]) -> TriageUpd
         groups = group_readings(readings, source_ids(docs))
     evidence = Evidence(
         standard=standard,
-        stated=any(states(passage_text(d), standard, question) for d in docs),
+        stated=any(states_part(passage_text(d), standard, question) for d in docs),
         compared=compared,
         closed_book=str(state.get("closed_book") or ""),
         confidence=float(state.get("closed_book_confidence", float("-inf"))),

@@ -58,7 +58,8 @@ class Evidence(TypedDict, total=False):
     standard: str
     """The joint reading: standard RAG's answer from the passages together."""
     stated: bool
-    """Whether some passage states the joint reading's answer."""
+    """Whether some passage states the joint reading's answer (for a reply written as a sentence: a run of its
+    words that adds a name or term to the question, :func:`~causalrag.text.states_part`)."""
     compared: bool
     """The question names its own options (yes/no, "A or B") and its passages were not read alone."""
     closed_book: str

@@ -473,6 +473,18 @@ def test_off_topic_passages_leave_the_answer_to_the_models_knowledge(method):
     assert nodes(state)[-1] == "trust_knowledge" and state["answer"] == "Canberra"
 
 
+def test_a_joint_reading_written_as_a_sentence_is_stated_by_the_passage_naming_its_answer():
+    """A reply cut mid-sentence ("… of 19") adds words no passage has; a passage naming its place states it,
+    so the passages are not off topic and the joint reading stands (where the rule before took the model's own
+    answer)."""
+    sentence = "Parliament sits in the northern hills, as the constitution of 19"
+    store = store_of("the old harbour", "the river mouth", "the northern hills")
+    state = run("confirm", reader(standard=sentence, closed="Canberra", relevant=False), store)
+    assessment = seen(state)
+    assert (assessment["stated"], assessment["shape"], assessment["route"]) == (True, "unanswered", "keep")
+    assert state["answer"] == sentence
+
+
 @pytest.mark.parametrize("method", VOTERS)
 def test_a_lone_answer_among_off_topic_passages_leaves_the_answer_to_the_models_knowledge(method):
     """One passage names Melbourne, read alone (the others give lone misreads); the joint reading's Sydney is
