@@ -5,9 +5,9 @@ dataset. Prints, per passage style and condition, the wins and losses against st
 recorded `stated` (old) and the recomputed one (new), then every question whose route or answer changes.
 
     python research/scripts/stated_replay.py RUN [RUN ...]      # POLICY=policy.json for another rules policy
+    WRITE=OUT python research/scripts/stated_replay.py RUN       # also write RUN restated, for `causalrag replay`
 """
 
-import hashlib
 import json
 import os
 import sys
@@ -20,28 +20,24 @@ from causalrag.nodes.decide import RulePolicy
 from causalrag.text import states_part
 
 
-def doc_id(title: str, text: str) -> str:
-    """The store's id of a passage (`tools.store`)."""
-    return hashlib.sha1(f"{title}\n{text}".encode()).hexdigest()[:16]
-
-
 def main(folders: list[str]) -> None:
     """Print the replay's table and changes for these calibration run folders."""
     chosen = os.environ.get("POLICY")
     policy = RulePolicy(**json.load(open(chosen))["thresholds"]) if chosen else RulePolicy()
     table = defaultdict(lambda: [0, 0, 0, 0, 0])  # questions, old wins, old losses, new wins, new losses
-    changed = []
+    changed, restated = [], []
     for folder in folders:
         spec = json.load(open(f"{folder}/config.json"))["dataset"]
         examples = {e.id: e for e in load_examples(spec)}
         for row in read_rows(folder):
-            texts = {doc_id(p.title, p.text): p.text for p in examples[row["question_id"]].passages}
+            texts = {p.id: p.text for p in examples[row["question_id"]].passages}
             docs = [texts[d["id"]] for d in row["documents"] if d["id"] in texts]
             evidence = row["evidence"]
             stated = any(states_part(t, evidence.get("standard", ""), row["question"]) for t in docs)
+            restated.append({**row, "evidence": {**evidence, "stated": stated}})
             keep = containment(evidence.get("standard", ""), row["answers"])
             route0, answer0 = final_answer(row, policy)
-            route1, answer1 = final_answer({**row, "evidence": {**evidence, "stated": stated}}, policy)
+            route1, answer1 = final_answer(restated[-1], policy)
             old, new = containment(answer0, row["answers"]), containment(answer1, row["answers"])
             t = table[(style_of(row), condition_of(row))]
             t[0] += 1
@@ -57,6 +53,12 @@ def main(folders: list[str]) -> None:
     print(len(changed), "changed (id, stated old, new, route old, new, right old, new, joint reading, answer old, new)")
     for c in changed:
         print(c)
+    if out := os.environ.get("WRITE"):
+        os.makedirs(out, exist_ok=True)
+        with open(f"{folders[0]}/config.json") as f, open(f"{out}/config.json", "w") as g:
+            g.write(f.read())
+        with open(f"{out}/results.jsonl", "w") as g:
+            g.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in restated)
 
 
 if __name__ == "__main__":
