@@ -15,6 +15,9 @@ Sources, handwritten and human-editable, in ``causalrag/data/robust/`` (format: 
   every condition, built the same way and written after every dev/test item. Nothing is decided on it: it is run
   once, at the end. Its cards lend no noise passages, so the dev/test items are built as without it; it is loaded
   only when asked for by name (``split=holdout``).
+* ``holdout2_*.jsonl`` — the ``holdout2`` split, a second holdout written after the first had its one run (changes
+  decided on dev since then had no held-out check): new items in every condition, built and kept apart the same
+  way, written after the first holdout's items, run once.
 
 ``noise`` passages are other cards' correct passages on another topic, drawn with a seed per item, that
 state none of the item's answers; passage order is a seeded shuffle. ``python -m causalrag.eval.robust build``
@@ -52,7 +55,9 @@ SEED = "robust-suite-v1"
 POOL = 5
 HOLDOUT = "holdout"
 """The split run once at the end, on which nothing is decided: new items from its own source files."""
-SPLITS = ("dev", "test", HOLDOUT)
+HELD_OUT = (HOLDOUT, "holdout2")
+"""Every held-out split, in the order they were written; each has its own ``NAME_*.jsonl`` source files."""
+SPLITS = ("dev", "test", *HELD_OUT)
 CONDITIONS = (
     "clean_single", "clean_multi", "conflict_majority_right", "conflict_majority_wrong",
     "all_wrong", "correlation_trap", "planted_instruction", "no_relevant",
@@ -124,7 +129,8 @@ def load_robust(
 
     Args:
         path: The suite file.
-        split: ``dev``, ``test`` or ``holdout``; default: dev and test (the holdout only when named).
+        split: ``dev``, ``test``, ``holdout`` or ``holdout2``; default: dev and test (a held-out split only when
+            named).
         condition: Comma-separated conditions (``a,b``); default: every one.
         style: Comma-separated passage styles (``news,web``, or ``all``: :mod:`causalrag.eval.styles`);
             default: the suite's own, ``clean``.
@@ -137,7 +143,7 @@ def load_robust(
     if unknown := [c for c in wanted if c not in CONDITIONS]:
         raise CausalRAGError(f"Unknown robust condition {', '.join(map(repr, unknown))}: use {', '.join(CONDITIONS)}.")
     items = read_items(path)
-    splits = [split] if split is not None else [s for s in SPLITS if s != HOLDOUT]
+    splits = [split] if split is not None else [s for s in SPLITS if s not in HELD_OUT]
     chosen = [item for item in items if item["condition"] in wanted and item["split"] in splits]
     return [to_example(item) for item in with_styles(chosen, style, items)]
 
@@ -145,8 +151,8 @@ def load_robust(
 def with_styles(items: list[Record], style: str | None, everything: list[Record]) -> list[Record]:
     """``items`` once per style named.
 
-    ``everything`` is the whole suite, whose dev/test noise passages fill ``long``: the holdout's do not, so a
-    dev/test item's ``long`` text is the same with or without the holdout.
+    ``everything`` is the whole suite, whose dev/test noise passages fill ``long``: the held-out splits' do not, so
+    a dev/test item's ``long`` text is the same with or without them.
     """
     from causalrag.eval.styles import STYLES, noise_donors, styled
 
@@ -154,7 +160,7 @@ def with_styles(items: list[Record], style: str | None, everything: list[Record]
     unknown = [s for s in names if s not in STYLES]
     if unknown or not names:
         raise CausalRAGError(f"Unknown passage style {', '.join(map(repr, unknown))}: use {', '.join(STYLES)} or all.")
-    donors = noise_donors([it for it in everything if it.get("split") != HOLDOUT]) if "long" in names else []
+    donors = noise_donors([it for it in everything if it.get("split") not in HELD_OUT]) if "long" in names else []
     return [styled(item, name, donors) for name in names for item in items]
 
 
@@ -194,28 +200,31 @@ def states(passage: Record, answers: Iterable[str]) -> bool:
 def build(root: Path = ROBUST, hotpotqa: Path = HOTPOTQA) -> list[Record]:
     """Every item of the suite, in a fixed order: a pure function of the source files and :data:`SEED`.
 
-    The dev/test items come first, then the holdout's (from the ``holdout_*`` files), each part sorted by
-    condition and id.
+    The dev/test items come first, then each held-out split's (from its ``NAME_*`` files, in :data:`HELD_OUT`
+    order), each part sorted by condition and id.
     """
     cards, traps, multihop = _sources(root, "")
     # fictional cards come last and lend no noise: the real cards' items stay as they were built without them;
-    # the holdout cards lend none either, so the dev/test items are built as without the holdout
+    # the held-out cards lend none either, so the dev/test items (and an earlier holdout's) are built as without them
     donors = [(c["id"], c["topic"], p) for c in cards for p in c["passages"]
               if p["role"] == "correct" and c["fame"] != "fictional"]
     hotpot = {row["_id"]: row for row in json.loads(Path(hotpotqa).read_text(encoding="utf-8"))}
-    return [*_built(cards, traps, multihop, donors, hotpot), *_built(*_sources(root, "holdout_"), donors, hotpot)]
+    held = [item for split in HELD_OUT for item in _built(*_sources(root, f"{split}_"), donors, hotpot)]
+    return [*_built(cards, traps, multihop, donors, hotpot), *held]
 
 
 def _sources(root: Path, prefix: str) -> tuple[list[Record], list[Record], list[Record]]:
     """The cards, traps and multi-hop rows of ``root/PREFIXcards.jsonl`` etc.
 
-    The dev/test files (no prefix) hold dev or test rows; the holdout's (``holdout_``) only holdout rows.
+    The dev/test files (no prefix) hold dev or test rows; a held-out split's (``holdout_``, ``holdout2_``) only its
+    own rows.
     """
     cards, traps, multihop = (read_items(root / f"{prefix}{name}.jsonl") for name in ("cards", "traps", "multihop"))
     for row in [*cards, *traps, *multihop]:
-        if (row.get("split") == HOLDOUT) != (prefix == f"{HOLDOUT}_"):
-            raise CausalRAGError(f"{row.get('id')} in {root / prefix}*.jsonl has split {row.get('split')!r}: holdout "
-                                 "items belong in the holdout_*.jsonl files, dev and test ones in the others.")
+        split = row.get("split")
+        if (split if split in HELD_OUT else "") != prefix.removesuffix("_"):
+            raise CausalRAGError(f"{row.get('id')} in {root / prefix}*.jsonl has split {split!r}: a held-out split's "
+                                 "items belong in its own NAME_*.jsonl files, dev and test ones in the others.")
     return cards, traps, multihop
 
 
@@ -361,8 +370,8 @@ def validate(items: list[Record], *, min_items: int = MIN_ITEMS, min_holdout: in
                 problems.append(f"{where}: {len(mine)} items, fewer than {min_items}")
             if abs(split["dev"] - split["test"]) > 1:
                 problems.append(f"{where}: {split['dev']} dev vs {split['test']} test items, not half and half")
-            if split[HOLDOUT] < min_holdout:
-                problems.append(f"{where}: {split[HOLDOUT]} holdout items, fewer than {min_holdout}")
+            problems += [f"{where}: {split[s]} {s} items, fewer than {min_holdout}"
+                         for s in HELD_OUT if split[s] < min_holdout]
     return problems
 
 
@@ -372,7 +381,7 @@ def item_problems(item: Record) -> list[str]:
     passages = item.get("passages") or []
     if condition not in CONDITIONS:
         return [f"unknown condition {condition!r}"]
-    problems = [] if item.get("split") in SPLITS else [f"split {item.get('split')!r} is not dev, test or holdout"]
+    problems = [] if item.get("split") in SPLITS else [f"split {item.get('split')!r} is not one of {', '.join(SPLITS)}"]
     if not answers or any(normalize_answer(a) in ("yes", "no", "") for a in answers):
         problems.append(f"answers {answers} are empty or yes/no")
     question = {"title": "", "text": item.get("question", "")}
@@ -413,7 +422,7 @@ def passage_problems(p: Record, answers: list[str], wrong: list[str], words: tup
 
 
 def card_problems(cards: list[Record]) -> list[str]:
-    """What breaks the source-level rules of the fact cards of one file (``cards.jsonl`` or ``holdout_cards.jsonl``).
+    """What breaks the source-level rules of the fact cards of one file (``cards.jsonl``, ``holdout_cards.jsonl``...).
 
     The rules: 3 correct + 3 swapped passages of 20-45 words, titles distinct, fictional cards last.
     """
@@ -457,8 +466,8 @@ def main(argv: list[str] | None = None) -> int:
     items = read_items(args.path)
     problems = validate(with_styles(items, args.style, items))
     if args.path == SUITE:
-        problems += card_problems(read_items(ROBUST / "cards.jsonl"))
-        problems += card_problems(read_items(ROBUST / "holdout_cards.jsonl"))
+        for prefix in ("", *(f"{split}_" for split in HELD_OUT)):
+            problems += card_problems(read_items(ROBUST / f"{prefix}cards.jsonl"))
     print("\n".join(problems) if problems else f"{args.path}: no problems")
     return int(bool(problems))
 

@@ -1,6 +1,6 @@
-"""The bundled robustness suite: it validates, its build is reproducible, its loader's options, the holdout split
-(new items in every condition that leave the dev/test items as they were), and the validator catching each kind of
-bad item."""
+"""The bundled robustness suite: it validates, its build is reproducible, its loader's options, the held-out splits
+(new items in every condition that leave the dev/test items, and an earlier holdout's, as they were), and the
+validator catching each kind of bad item."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from causalrag.eval.conditions import load_examples, parse_spec
 from causalrag.eval.robust import (
     ANSWERABLE,
     CONDITIONS,
-    HOLDOUT,
+    HELD_OUT,
     INSTRUCTIONS,
     MIN_HOLDOUT,
     ROBUST,
@@ -34,16 +34,17 @@ from causalrag.eval.robust import (
 from causalrag.text import mentions
 
 ITEMS = read_items(SUITE)
-DEV_TEST = [it for it in ITEMS if it["split"] != HOLDOUT]
-HELD = [it for it in ITEMS if it["split"] == HOLDOUT]
+DEV_TEST = [it for it in ITEMS if it["split"] not in HELD_OUT]
+HELD = {split: [it for it in ITEMS if it["split"] == split] for split in HELD_OUT}
 SOURCES = ("cards.jsonl", "traps.jsonl", "multihop.jsonl")
-HOLDOUT_SOURCES = tuple(f"holdout_{name}" for name in SOURCES)
+HOLDOUT_SOURCES = tuple(f"{split}_{name}" for split in HELD_OUT for name in SOURCES)
 
 
 def test_bundled_suite_has_no_problems():
     assert validate(ITEMS) == []
     assert card_problems(read_items(ROBUST / "cards.jsonl")) == []
-    assert card_problems(read_items(ROBUST / "holdout_cards.jsonl")) == []
+    for split in HELD_OUT:
+        assert card_problems(read_items(ROBUST / f"{split}_cards.jsonl")) == []
 
 
 def test_suite_file_is_what_the_builder_writes():
@@ -58,12 +59,14 @@ def test_counts_and_a_fixed_split_by_card():
         assert abs(split["dev"] - split["test"]) <= 1
     cards = read_items(ROBUST / "cards.jsonl")
     assert len(cards) >= 72
-    card_splits = {c["id"]: c["split"] for c in [*cards, *read_items(ROBUST / "holdout_cards.jsonl")]}
+    held_cards = [c for split in HELD_OUT for c in read_items(ROBUST / f"{split}_cards.jsonl")]
+    card_splits = {c["id"]: c["split"] for c in [*cards, *held_cards]}
     for it in ITEMS:  # a card's six items share its split, so no test question is seen in dev
         assert card_splits.get(it["card"], it["split"]) == it["split"]
-    questions = {split: {it["question"] for it in ITEMS if it["split"] == split} for split in ("dev", "test", HOLDOUT)}
-    assert not questions["dev"] & questions["test"]
-    assert not (questions["dev"] | questions["test"]) & questions[HOLDOUT]
+    splits = ("dev", "test", *HELD_OUT)
+    questions = {split: {it["question"] for it in ITEMS if it["split"] == split} for split in splits}
+    for i, first in enumerate(questions):  # no question in two splits
+        assert not any(questions[first] & questions[other] for other in list(questions)[i + 1:])
 
 
 def test_planted_instructions_vary_in_style():
@@ -161,7 +164,7 @@ def test_a_sound_item_has_no_problems():
     (_bad(p2="Marlow, capital of Freedonia."), "4 words, not 12-70"),
     (_bad(condition="conflict_majority_wrong"), "roles {'correct': 3, 'swapped': 2} are not one of"),
     (_bad(condition="sideways"), "unknown condition 'sideways'"),
-    (_bad(split="train"), "split 'train' is not dev, test or holdout"),
+    (_bad(split="train"), "split 'train' is not one of dev, test, holdout, holdout2"),
     (_bad(wrong_answers=[]), "wrong_answers [] but some passage plants a wrong answer"),
 ])
 def test_item_problems_name_what_is_wrong(item, problem):
@@ -197,8 +200,10 @@ def test_suite_level_rules():
     problems = validate([GOOD, GOOD, second], min_items=2)
     assert "x1-conflict_majority_right: id used 2 times" in problems
     assert "card x1: items in more than one split" in problems
-    assert any(p.startswith(f"conflict_majority_right: 0 holdout items, fewer than {MIN_HOLDOUT}") for p in problems)
-    assert not any("holdout items" in p for p in validate([GOOD, second], min_items=1, min_holdout=0))
+    for split in HELD_OUT:  # each held-out split needs its own minimum
+        assert f"conflict_majority_right: 0 {split} items, fewer than {MIN_HOLDOUT}" in problems
+    relaxed = validate([GOOD, second], min_items=1, min_holdout=0)
+    assert not any(f" {split} items" in p for split in HELD_OUT for p in relaxed)
     assert any(p.startswith("conflict_majority_right: 2 dev vs 0 test") for p in problems)
     assert any(p.startswith("clean_single: 0 items, fewer than 2") for p in problems)
 
@@ -234,55 +239,66 @@ def test_a_fictional_card_gives_its_answerable_items_and_leaves_the_others_as_th
     assert card_problems([card, *real[:1]]) == ["fictional cards must come after every real one"]
 
 
-# --------------------------------------------------------------------------- the holdout split
-def test_the_holdout_has_new_items_in_every_condition():
-    per_condition = Counter(it["condition"] for it in HELD)
+# --------------------------------------------------------------------------- the held-out splits
+@pytest.mark.parametrize("split", HELD_OUT)
+def test_a_holdout_has_new_items_in_every_condition(split):
+    held = HELD[split]
+    per_condition = Counter(it["condition"] for it in held)
     assert set(per_condition) == set(CONDITIONS) and min(per_condition.values()) >= MIN_HOLDOUT
-    cards = read_items(ROBUST / "holdout_cards.jsonl")
-    assert {c["split"] for c in cards} == {HOLDOUT} and len(cards) == 24
+    cards = read_items(ROBUST / f"{split}_cards.jsonl")
+    assert {c["split"] for c in cards} == {split} and len(cards) == 24
     fictional = {c["id"] for c in cards if c["fame"] == "fictional"}
     assert len(fictional) == 8 and {c["fame"] for c in cards} == {"famous", "moderate", "fictional"}
     for condition in CONDITIONS:  # a fictional card gives only the three answerable conditions
-        from_cards = [it for it in HELD if it["card"] in {c["id"] for c in cards} and it["condition"] == condition]
+        from_cards = [it for it in held if it["card"] in {c["id"] for c in cards} and it["condition"] == condition]
         assert len(from_cards) in ((24,) if condition in ANSWERABLE else (0, 16))
         assert condition in ANSWERABLE or not {it["card"] for it in from_cards} & fictional
     for style in ("news", "web", "long"):  # every style keeps the minimum
-        styled = Counter(it["condition"] for it in with_styles(HELD, style, ITEMS))
+        styled = Counter(it["condition"] for it in with_styles(held, style, ITEMS))
         assert styled == per_condition
     # the holdout cards cycle through the mixes and instruction styles on their own index
-    instructions = {p["title"] for it in HELD if it["condition"] == "planted_instruction"
+    instructions = {p["title"] for it in held if it["condition"] == "planted_instruction"
                     for p in it["passages"] if p["role"] == "instruction"}
     assert instructions == {title for title, _ in INSTRUCTIONS}
     assert Counter(sum(p["role"] == "correct" for p in it["passages"])
-                   for it in HELD if it["condition"] == "clean_single") == {1: 8, 2: 8, 3: 8}
+                   for it in held if it["condition"] == "clean_single") == {1: 8, 2: 8, 3: 8}
 
 
-def test_the_holdout_leaves_every_dev_and_test_item_as_it_was(tmp_path):
-    assert ITEMS == [*DEV_TEST, *HELD]  # written after every dev/test item
-    for name in SOURCES:
+def test_each_holdout_leaves_every_earlier_item_as_it_was(tmp_path):
+    assert ITEMS == [*DEV_TEST, *(it for split in HELD_OUT for it in HELD[split])]  # each written after the earlier
+    for name in (*SOURCES, *HOLDOUT_SOURCES):
         (tmp_path / name).write_text((ROBUST / name).read_text(encoding="utf-8"), encoding="utf-8")
-    for name in HOLDOUT_SOURCES:
-        (tmp_path / name).write_text("", encoding="utf-8")
-    assert build(tmp_path) == DEV_TEST  # built without any holdout item: the same dev/test items
-    # the long style fills from dev/test noise only, so the holdout changes no styled dev/test item either
+    earlier = list(DEV_TEST)
+    for split in HELD_OUT:
+        earlier += HELD[split]
+    for split in reversed(HELD_OUT):  # emptied latest first: what is left is built as before the later ones
+        earlier = earlier[:len(earlier) - len(HELD[split])]
+        for name in SOURCES:
+            (tmp_path / f"{split}_{name}").write_text("", encoding="utf-8")
+        assert build(tmp_path) == earlier
+    assert earlier == DEV_TEST
+    # the long style fills from dev/test noise only, so no holdout changes a styled dev/test item either
     assert with_styles(DEV_TEST, "all", ITEMS) == with_styles(DEV_TEST, "all", DEV_TEST)
     assert main(["build", "--check"]) == 0
 
 
-def test_holdout_rows_belong_in_the_holdout_files(tmp_path):
+@pytest.mark.parametrize(("home", "split"), [("holdout", "dev"), ("holdout2", "holdout"), ("", "holdout2")])
+def test_holdout_rows_belong_in_their_own_files(tmp_path, home, split):
     for name in (*SOURCES, *HOLDOUT_SOURCES):
         (tmp_path / name).write_text((ROBUST / name).read_text(encoding="utf-8"), encoding="utf-8")
-    stray = {**read_items(ROBUST / "holdout_traps.jsonl")[0], "split": "dev"}
-    with (tmp_path / "holdout_traps.jsonl").open("a", encoding="utf-8") as out:
+    prefix = f"{home}_" if home else ""
+    stray = {**read_items(ROBUST / "holdout_traps.jsonl")[0], "id": "x-stray", "split": split}
+    with (tmp_path / f"{prefix}traps.jsonl").open("a", encoding="utf-8") as out:
         out.write(json.dumps(stray) + "\n")
-    with pytest.raises(CausalRAGError, match="has split 'dev': holdout items belong in the holdout"):
+    with pytest.raises(CausalRAGError, match=f"has split '{split}': a held-out split's items belong in its own"):
         build(tmp_path)
 
 
-def test_the_holdout_loads_only_when_named():
-    held = load_robust(split=HOLDOUT)
-    assert [e.id for e in held] == [it["id"] for it in HELD] and len(held) >= MIN_HOLDOUT * len(CONDITIONS)
+@pytest.mark.parametrize("split", HELD_OUT)
+def test_a_holdout_loads_only_when_named(split):
+    held = load_robust(split=split)
+    assert [e.id for e in held] == [it["id"] for it in HELD[split]] and len(held) >= MIN_HOLDOUT * len(CONDITIONS)
     assert {e.condition for e in held} == set(CONDITIONS)
-    assert not {e.id for e in load_robust()} & {it["id"] for it in HELD}
-    traps = load_examples("robust?split=holdout&condition=correlation_trap&style=web")
+    assert not {e.id for e in load_robust()} & {it["id"] for it in HELD[split]}
+    traps = load_examples(f"robust?split={split}&condition=correlation_trap&style=web")
     assert traps and all(e.condition == "correlation_trap" and e.id.endswith("@web") for e in traps)
