@@ -1,5 +1,6 @@
-"""clustered.py RUN [RUN ...]: triage − standard_rag over questions asked in several passage styles, with a
-95 % BCa interval that resamples questions (each with all its styles' renderings), not question-style rows.
+"""clustered.py RUN [RUN ...]: triage − standard_rag over questions in several passage styles, by question.
+
+The 95 % BCa interval resamples questions (each with all its styles' renderings), not question-style rows.
 
 A question's renderings in the clean, news, web and long styles share its facts and often its answer, so
 resampling the rows as if independent (as `causalrag report` does over a pooled run) narrows the interval.
