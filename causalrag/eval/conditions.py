@@ -20,9 +20,9 @@ runs under other conditions never mix:
   (``causalrag/data/robust/suite.jsonl``, :mod:`causalrag.eval.robust`): eight conditions of what a
   pool holds (clean single- and multi-hop, conflicts with the majority right or wrong, every passage
   wrong, correlation traps, planted instructions, no relevant passage) with a fixed dev/test split.
-  ``split`` is ``dev``, ``test``, ``holdout`` or ``holdout2`` (default dev and test), ``condition`` one or more
-  names (default all), ``style`` one or more passage styles (``clean``, ``news``, ``web``, ``long``, or ``all``;
-  default ``clean``: :mod:`causalrag.eval.styles`); each example carries its ``condition`` and ``style``.
+  ``split`` is ``dev``, ``test``, ``holdout``, ``holdout2`` or ``holdout3`` (default dev and test), ``condition``
+  one or more names (default all), ``style`` one or more passage styles (``clean``, ``news``, ``web``, ``long``,
+  or ``all``; default ``clean``: :mod:`causalrag.eval.styles`); each example carries its ``condition`` and ``style``.
   ``robust:PATH`` reads a suite file of the same format.
 * ``conflict`` — the bundled handwritten conflict/trap/injection set
   (``causalrag/data/conflict_questions.jsonl``): 3 correct + 2 answer-swapped snippets per conflict

@@ -18,6 +18,8 @@ Sources, handwritten and human-editable, in ``causalrag/data/robust/`` (format: 
 * ``holdout2_*.jsonl`` — the ``holdout2`` split, a second holdout written after the first had its one run (changes
   decided on dev since then had no held-out check): new items in every condition, built and kept apart the same
   way, written after the first holdout's items, run once.
+* ``holdout3_*.jsonl`` — the ``holdout3`` split, a third holdout written after the second had its one run, for
+  whatever is decided on dev from then on; kept apart and run once like the others.
 
 ``noise`` passages are other cards' correct passages on another topic, drawn with a seed per item, that
 state none of the item's answers; passage order is a seeded shuffle. ``python -m causalrag.eval.robust build``
@@ -55,7 +57,7 @@ SEED = "robust-suite-v1"
 POOL = 5
 HOLDOUT = "holdout"
 """The split run once at the end, on which nothing is decided: new items from its own source files."""
-HELD_OUT = (HOLDOUT, "holdout2")
+HELD_OUT = (HOLDOUT, "holdout2", "holdout3")
 """Every held-out split, in the order they were written; each has its own ``NAME_*.jsonl`` source files."""
 SPLITS = ("dev", "test", *HELD_OUT)
 CONDITIONS = (
@@ -129,8 +131,8 @@ def load_robust(
 
     Args:
         path: The suite file.
-        split: ``dev``, ``test``, ``holdout`` or ``holdout2``; default: dev and test (a held-out split only when
-            named).
+        split: ``dev``, ``test`` or a held-out split (:data:`HELD_OUT`); default: dev and test (a held-out
+            split only when named).
         condition: Comma-separated conditions (``a,b``); default: every one.
         style: Comma-separated passage styles (``news,web``, or ``all``: :mod:`causalrag.eval.styles`);
             default: the suite's own, ``clean``.
@@ -216,7 +218,7 @@ def build(root: Path = ROBUST, hotpotqa: Path = HOTPOTQA) -> list[Record]:
 def _sources(root: Path, prefix: str) -> tuple[list[Record], list[Record], list[Record]]:
     """The cards, traps and multi-hop rows of ``root/PREFIXcards.jsonl`` etc.
 
-    The dev/test files (no prefix) hold dev or test rows; a held-out split's (``holdout_``, ``holdout2_``) only its
+    The dev/test files (no prefix) hold dev or test rows; a held-out split's (``holdout_``, ``holdout2_``, ...) only its
     own rows.
     """
     cards, traps, multihop = (read_items(root / f"{prefix}{name}.jsonl") for name in ("cards", "traps", "multihop"))

@@ -164,7 +164,7 @@ def test_a_sound_item_has_no_problems():
     (_bad(p2="Marlow, capital of Freedonia."), "4 words, not 12-70"),
     (_bad(condition="conflict_majority_wrong"), "roles {'correct': 3, 'swapped': 2} are not one of"),
     (_bad(condition="sideways"), "unknown condition 'sideways'"),
-    (_bad(split="train"), "split 'train' is not one of dev, test, holdout, holdout2"),
+    (_bad(split="train"), "split 'train' is not one of dev, test, holdout, holdout2, holdout3"),
     (_bad(wrong_answers=[]), "wrong_answers [] but some passage plants a wrong answer"),
 ])
 def test_item_problems_name_what_is_wrong(item, problem):
@@ -282,7 +282,9 @@ def test_each_holdout_leaves_every_earlier_item_as_it_was(tmp_path):
     assert main(["build", "--check"]) == 0
 
 
-@pytest.mark.parametrize(("home", "split"), [("holdout", "dev"), ("holdout2", "holdout"), ("", "holdout2")])
+@pytest.mark.parametrize(
+    ("home", "split"), [("holdout", "dev"), ("holdout2", "holdout"), ("holdout3", "holdout2"), ("", "holdout3")]
+)
 def test_holdout_rows_belong_in_their_own_files(tmp_path, home, split):
     for name in (*SOURCES, *HOLDOUT_SOURCES):
         (tmp_path / name).write_text((ROBUST / name).read_text(encoding="utf-8"), encoding="utf-8")
