@@ -33,6 +33,7 @@ def summed(table, label):
 
 
 def line(name, counts):
+    """One printed row: won/lost per condition group and over all."""
     parts = [f"{g} {counts[g + ' won']}/{counts[g + ' lost']}" for g in (*CONDITION_GROUPS, "all")]
     return f"  {name:<22} " + "  ".join(parts)
 
